@@ -1,0 +1,55 @@
+/** The string codes a StatefoldError can carry; each names one kind of failure. */
+export type ErrorCode =
+  /** The state (or meta, or an effect result) holds a value statefold cannot checkpoint. */
+  | 'INVALID_STATE'
+  /** An argument is malformed: a stream id, a seq, an option. */
+  | 'INVALID_ARGUMENT'
+  /** The stream, checkpoint or key does not exist (or was removed by retention). */
+  | 'NOT_FOUND'
+  /** A stored object failed verification: checksum, length, identity or chain. */
+  | 'CORRUPT'
+  /** Another engine has opened the stream since this one did; this engine may not commit. */
+  | 'FENCED'
+  /** The store failed (I/O error, network, throttling) after its retries. */
+  | 'STORAGE'
+  /** The engine was closed; it accepts no more calls. */
+  | 'CLOSED';
+
+/** Details a StatefoldError may carry besides its message. */
+export interface StatefoldErrorDetails {
+  cause?: unknown;
+  stream?: string;
+  seq?: number;
+  key?: string;
+  path?: string;
+}
+
+/** The one error class statefold throws: a string `code` plus the stream, seq, key or path concerned. */
+export class StatefoldError extends Error {
+  readonly code: ErrorCode;
+  readonly stream?: string;
+  readonly seq?: number;
+  readonly key?: string;
+  readonly path?: string;
+
+  constructor(code: ErrorCode, message: string, details: StatefoldErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'StatefoldError';
+    this.code = code;
+    if (details.stream !== undefined) this.stream = details.stream;
+    if (details.seq !== undefined) this.seq = details.seq;
+    if (details.key !== undefined) this.key = details.key;
+    if (details.path !== undefined) this.path = details.path;
+  }
+}
+
+/** True when `err` is a StatefoldError, optionally of the given code. */
+export function isStatefoldError(err: unknown, code?: ErrorCode): err is StatefoldError {
+  return err instanceof StatefoldError && (code === undefined || err.code === code);
+}
+
+/** Short text of any thrown value, for messages that wrap it. */
+export function describeCause(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

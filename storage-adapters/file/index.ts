@@ -1,0 +1,211 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs, constants as fsConstants } from 'node:fs';
+import * as path from 'node:path';
+import type { ListOptions, Store, StoreOptions } from '../store.js';
+import { isValidKey } from '../store.js';
+import { assertKey, assertPrefix, storageError, throwIfAborted } from '../errors.js';
+import { StatefoldError } from '../../engine/errors.js';
+
+/** Options of `new FileStore(...)`. */
+export interface FileStoreOptions {
+  /** The directory that holds the objects; created on first write. */
+  dir: string;
+  /**
+   * Whether writes are fsynced (file, then directory) before they resolve. Default `true`: a
+   * checkpoint that resolved survives a power loss. `false` survives a process crash only.
+   */
+  fsync?: boolean;
+}
+
+/** Marks temp files; `#` never occurs in a store key, so list never reports them. */
+const TEMP_MARK = '#';
+
+/**
+ * A store on the local filesystem, the embedded default: one file per object, at
+ * `<dir>/<key>`. Creation is atomic and create-if-absent across processes: the body goes to a temp
+ * file, which is fsynced and then hard-linked to its final name (link fails if the name exists),
+ * and the directory is fsynced. Needs a filesystem with hard links (any local POSIX filesystem).
+ * A key cannot also be the directory of another key (`a` and `a/b`); statefold's keys never are.
+ */
+export class FileStore implements Store {
+  readonly dir: string;
+  readonly #fsync: boolean;
+  readonly #knownDirs = new Set<string>();
+
+  constructor(options: FileStoreOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.dir !== 'string' || options.dir === '') {
+      throw new StatefoldError('INVALID_ARGUMENT', 'new FileStore: options.dir must be a non-empty path');
+    }
+    this.dir = path.resolve(options.dir);
+    this.#fsync = options.fsync ?? true;
+  }
+
+  async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
+    assertKey('get', key);
+    throwIfAborted('get', key, options?.signal);
+    try {
+      return await fs.readFile(this.#path(key), options?.signal ? { signal: options.signal } : undefined);
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw storageError('get', key, err);
+    }
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
+    assertKey('putIfAbsent', key);
+    throwIfAborted('putIfAbsent', key, options?.signal);
+    const file = this.#path(key);
+    const dir = path.dirname(file);
+    const temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}.tmp`;
+    try {
+      const handle = await this.#openTemp(dir, temp);
+      try {
+        await handle.writeFile(body);
+        if (this.#fsync) await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      throwIfAborted('putIfAbsent', key, options?.signal);
+      try {
+        // link(2) refuses an existing name: this is the atomic create-if-absent.
+        await fs.link(temp, file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        throw err;
+      }
+      if (this.#fsync) await syncDir(dir);
+      return true;
+    } catch (err) {
+      throw storageError('putIfAbsent', key, err);
+    } finally {
+      await fs.rm(temp, { force: true }).catch(() => undefined);
+    }
+  }
+
+  async list(prefix: string, options?: ListOptions): Promise<string[]> {
+    assertPrefix(prefix);
+    throwIfAborted('list', prefix, options?.signal);
+    // Walk only the deepest directory the prefix names; its last partial segment filters names.
+    const slash = prefix.lastIndexOf('/');
+    const dirKey = slash < 0 ? '' : prefix.slice(0, slash);
+    const keys: string[] = [];
+    try {
+      await this.#walk(dirKey, prefix, keys);
+    } catch (err) {
+      throw storageError('list', prefix, err);
+    }
+    const after = options?.startAfter;
+    const out = after === undefined ? keys : keys.filter((k) => k > after);
+    return out.sort();
+  }
+
+  async delete(key: string, options?: StoreOptions): Promise<void> {
+    assertKey('delete', key);
+    throwIfAborted('delete', key, options?.signal);
+    try {
+      await fs.unlink(this.#path(key));
+      if (this.#fsync) await syncDir(path.dirname(this.#path(key)));
+    } catch (err) {
+      if (isMissing(err)) return;
+      throw storageError('delete', key, err);
+    }
+  }
+
+  /**
+   * Removes temp files left by writes that crashed mid-way (older than `olderThanMs`, default one
+   * hour, so that writes in progress in other processes are not disturbed). Resolves how many it removed.
+   */
+  async sweepTempFiles(olderThanMs = 3_600_000): Promise<number> {
+    let removed = 0;
+    const cutoff = Date.now() - olderThanMs;
+    const visit = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        if (isMissing(err)) return;
+        throw storageError('sweep', dir, err);
+      }
+      for (const entry of entries) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) await visit(full);
+        else if (entry.name.includes(TEMP_MARK) && entry.name.endsWith('.tmp')) {
+          const stat = await fs.stat(full).catch(() => undefined);
+          if (stat && stat.mtimeMs < cutoff) {
+            await fs.rm(full, { force: true });
+            removed++;
+          }
+        }
+      }
+    };
+    await visit(this.dir);
+    return removed;
+  }
+
+  #path(key: string): string {
+    return path.join(this.dir, ...key.split('/'));
+  }
+
+  async #walk(dirKey: string, prefix: string, out: string[]): Promise<void> {
+    const dir = dirKey === '' ? this.dir : this.#path(dirKey);
+    let entries;
+    try {
+      entries = await fs.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      throw err;
+    }
+    for (const entry of entries) {
+      const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`;
+      if (entry.isDirectory()) {
+        // Descend only where keys below could start with the prefix.
+        const asDir = `${key}/`;
+        if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.#walk(key, prefix, out);
+      } else if (entry.isFile() && key.startsWith(prefix) && isValidKey(key)) {
+        out.push(key);
+      }
+    }
+  }
+
+  async #openTemp(dir: string, temp: string): Promise<fs.FileHandle> {
+    const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL;
+    await this.#ensureDir(dir);
+    try {
+      return await fs.open(temp, flags, 0o644);
+    } catch (err) {
+      if (!isMissing(err)) throw err;
+      // The directory was removed behind our back (another process cleaned up): make it again.
+      this.#knownDirs.delete(dir);
+      await this.#ensureDir(dir);
+      return await fs.open(temp, flags, 0o644);
+    }
+  }
+
+  async #ensureDir(dir: string): Promise<void> {
+    if (this.#knownDirs.has(dir)) return;
+    const created = await fs.mkdir(dir, { recursive: true });
+    if (created !== undefined && this.#fsync) {
+      // New directories must reach the disk too, or the file linked into them may vanish on power loss.
+      let d = dir;
+      while (d.length >= created.length) {
+        await syncDir(path.dirname(d));
+        d = path.dirname(d);
+      }
+    }
+    this.#knownDirs.add(dir);
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, fsConstants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function isMissing(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT';
+}

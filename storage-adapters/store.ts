@@ -1,0 +1,68 @@
+/**
+ * The storage interface every statefold store implements: keys and bytes only.
+ *
+ * A store knows nothing about streams, checkpoints or frames; the engine owns key naming
+ * (see engine/keys.ts). Keys are non-empty strings of `/`-separated segments made of
+ * `[A-Za-z0-9._~-]`, never `.` or `..`, at most 1,024 bytes.
+ *
+ * Contracts every store keeps (the shared conformance suite in test/conformance checks them):
+ * - Missing is one thing everywhere: `get` of an absent key resolves `undefined`; `delete` of an
+ *   absent key resolves quietly.
+ * - Failures other than "absent" or "already exists" reject with a StatefoldError of code
+ *   `STORAGE` naming the operation and key, with the underlying error as `cause`.
+ */
+export interface Store {
+  /** Reads the whole object at `key`; resolves `undefined` when there is none. */
+  get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined>;
+
+  /**
+   * Creates `key` with `body` only if no object exists at `key`, atomically: readers see either
+   * no object or the whole body, never a part. Resolves `true` when this call created it and
+   * `false` when an object was already there (whoever wrote it). Of concurrent callers on one key,
+   * exactly one gets `true`. When it resolves `true` the object is durable.
+   */
+  putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean>;
+
+  /**
+   * Lists the keys that start with `prefix`, in ascending order of their UTF-8 bytes, only those
+   * after `startAfter` when it is given. Objects being written but not yet created are not listed.
+   */
+  list(prefix: string, options?: ListOptions): Promise<string[]>;
+
+  /** Deletes the object at `key`; resolves quietly when there is none. */
+  delete(key: string, options?: StoreOptions): Promise<void>;
+}
+
+/** Options every store operation takes. */
+export interface StoreOptions {
+  /** Aborts the operation; it then rejects with the signal's reason wrapped as `STORAGE`. */
+  signal?: AbortSignal;
+}
+
+/** Options of `Store.list`. */
+export interface ListOptions extends StoreOptions {
+  /** Only keys strictly greater than this one (in UTF-8 byte order) are listed. */
+  startAfter?: string;
+}
+
+const KEY_SEGMENT = /^[A-Za-z0-9._~-]+$/;
+
+/** Checks that `key` is a well-formed store key, as every store must before touching storage. */
+export function isValidKey(key: string): boolean {
+  if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > 1024) return false;
+  for (const segment of key.split('/')) {
+    if (!KEY_SEGMENT.test(segment) || segment === '.' || segment === '..') return false;
+  }
+  return true;
+}
+
+/** Checks that `prefix` could begin a key: empty, or a key that may end with `/`. */
+export function isValidPrefix(prefix: string): boolean {
+  if (prefix === '') return true;
+  return isValidKey(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
+}
+
+/** Compares two keys by their UTF-8 bytes, the order `list` returns (same as code-unit order for store keys, which are ASCII). */
+export function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
