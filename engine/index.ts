@@ -1,3 +1,11 @@
+/** statefold: incremental, crash-safe checkpoints of long-running agent state. */
+export { SnapshotEngine } from './engine.js';
+export type { EngineOptions, CheckpointOptions, CheckpointInfo } from './engine.js';
+export { restore, listCheckpoints } from './restorer.js';
+export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restorer.js';
+export type { Policy } from './policy.js';
+export { DEFAULT_POLICY } from './policy.js';
+export type { UpdateMode } from './diff.js';
 export { StatefoldError, isStatefoldError } from './errors.js';
 export type { ErrorCode, StatefoldErrorDetails } from './errors.js';
 export type { Store, StoreOptions, ListOptions } from '../storage-adapters/store.js';

@@ -1,0 +1,487 @@
+/**
+ * The snapshot engine: one writer of one stream.
+ *
+ *   checkpoint(state)  capture (sync: diff + validate, engine/diff.ts)
+ *                      -> queue, in call order
+ *                      -> encode (msgpack; base or delta by policy) -> frame (lz4, checksum)
+ *                      -> commit (one create-if-absent write of the seq's key)
+ *
+ * `open` claims the stream with a writer epoch: it writes a fence frame into the next free slot
+ * (engine/log.ts), so that an older engine's next commit finds its key taken and fails FENCED.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Store } from '../storage-adapters/store.js';
+import { StatefoldError, describeCause, isStatefoldError } from './errors.js';
+import { Capturer, snapshotValue, thaw, type Capture, type UpdateMode } from './diff.js';
+import { decodeValue, encodeValue } from './codec.js';
+import { decodeFrame, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
+import { StreamKeys } from './keys.js';
+import { listLog, mapLimit, readFrame, tailKey } from './log.js';
+import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
+import { committedView, limitsOf, restoreFrom } from './restorer.js';
+
+/** Options of `SnapshotEngine.open`. */
+export interface EngineOptions {
+  /** Where checkpoints are stored: MemoryStore, FileStore, S3Store, or any Store. */
+  store: Store;
+  /** The stream id: any non-empty string of up to 512 UTF-8 bytes. */
+  stream: string;
+  /** When bases are written and when `step()` checkpoints (see Policy for the defaults). */
+  policy?: Policy;
+  /**
+   * How the caller changes its state between checkpoints. `'copy'` (default): any way, in place
+   * included; each checkpoint walks the whole state. `'immutable'`: by replacing objects, never
+   * mutating them (structural sharing); checkpoints skip unchanged subtrees and the engine
+   * freezes the objects it captures, so an accidental in-place change throws instead of being lost.
+   */
+  updates?: UpdateMode;
+  /** Largest uncompressed frame payload read back (default 1 GiB). */
+  maxPayloadBytes?: number;
+}
+
+/** Options of `checkpoint` and `step`. */
+export interface CheckpointOptions {
+  /** Any encodable value stored with the checkpoint and returned by `restore` and `listCheckpoints`. */
+  meta?: unknown;
+}
+
+/** What a committed checkpoint is. */
+export interface CheckpointInfo {
+  /** Its seq: 1 for the first checkpoint of a stream, then one more each time. */
+  seq: number;
+  /** Whether it was stored as a full base or as a delta on the previous seq. */
+  kind: 'base' | 'delta';
+  /** Size of the stored object in bytes. */
+  bytes: number;
+  /** Number of JSON Patch operations since the previous checkpoint. */
+  ops: number;
+  /** The seq of the base its chain starts from (its own seq for a base). */
+  base: number;
+  /** When it was captured (ms since the epoch). */
+  createdAt: number;
+  /** The store key it was committed under. */
+  key: string;
+}
+
+interface Task {
+  capture: Capture;
+  meta: Uint8Array | undefined;
+  createdAt: number;
+  resolve(info: CheckpointInfo): void;
+  reject(err: unknown): void;
+}
+
+/** What the engine knows of the stream's last committed checkpoint. */
+interface Committed {
+  seq: number;
+  /** CRC-32 of its frame: the next delta's `parent`. */
+  crc: number;
+  /** Its captured tree; undefined when unknown (then the next checkpoint must be a base). */
+  tree: unknown;
+  hasTree: boolean;
+  baseSeq: number;
+  baseBytes: number;
+  deltaBytes: number;
+}
+
+const MAX_OPEN_ATTEMPTS = 64;
+
+/** Checkpoints one stream's state incrementally; opened with `SnapshotEngine.open`. */
+export class SnapshotEngine<S = unknown> {
+  readonly store: Store;
+  readonly stream: string;
+  /** The writer epoch this engine claimed the stream with. */
+  readonly epoch: number;
+  readonly updates: UpdateMode;
+  readonly policy: ResolvedPolicy;
+  readonly #keys: StreamKeys;
+  readonly #writer: string;
+  readonly #capturer: Capturer;
+  readonly #limits: FrameLimits;
+  #committed: Committed;
+  #meta: unknown;
+  /** The key the next commit goes to. */
+  #nextKey: string;
+  #needBase = false;
+  readonly #queue: Task[] = [];
+  #draining: Promise<void> | undefined;
+  #fenced: StatefoldError | undefined;
+  #closed = false;
+  // step() bookkeeping
+  #steps = 0;
+  #lastCheckpointAt = Date.now();
+  #stepState: { state: unknown; options: CheckpointOptions | undefined } | undefined;
+
+  private constructor(init: {
+    store: Store;
+    keys: StreamKeys;
+    epoch: number;
+    writer: string;
+    updates: UpdateMode;
+    policy: ResolvedPolicy;
+    limits: FrameLimits;
+    committed: Committed;
+    meta: unknown;
+    nextKey: string;
+    capturer: Capturer;
+  }) {
+    this.store = init.store;
+    this.stream = init.keys.stream;
+    this.#keys = init.keys;
+    this.epoch = init.epoch;
+    this.#writer = init.writer;
+    this.updates = init.updates;
+    this.policy = init.policy;
+    this.#limits = init.limits;
+    this.#committed = init.committed;
+    this.#meta = init.meta;
+    this.#nextKey = init.nextKey;
+    this.#capturer = init.capturer;
+  }
+
+  /**
+   * Opens a stream for writing: claims it with a new writer epoch (fencing any engine that had it
+   * open) and restores its last committed checkpoint into `engine.state` and `engine.seq`.
+   */
+  static async open<S = unknown>(options: EngineOptions): Promise<SnapshotEngine<S>> {
+    if (options === null || typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options must be an object');
+    const { store } = options;
+    if (store === null || typeof store !== 'object' || typeof store.putIfAbsent !== 'function' || typeof store.get !== 'function' || typeof store.list !== 'function' || typeof store.delete !== 'function') {
+      throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options.store must be a Store (MemoryStore, FileStore, S3Store)');
+    }
+    const keys = new StreamKeys(options.stream);
+    const policy = resolvePolicy(options.policy);
+    const updates = options.updates ?? 'copy';
+    if (updates !== 'copy' && updates !== 'immutable') {
+      throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: updates ${JSON.stringify(updates)} must be 'copy' or 'immutable'`, { stream: keys.stream });
+    }
+    const limits = limitsOf(options.maxPayloadBytes);
+    const writer = randomBytes(16).toString('hex');
+
+    for (let attempt = 0; attempt < MAX_OPEN_ATTEMPTS; attempt++) {
+      const log = await listLog(store, keys);
+      const view = await committedView(store, log, limits);
+      const tail = view.tailFrame;
+      const epoch = (tail?.header.epoch ?? 0) + 1;
+      let fenceSeq: number;
+      let fenceKey: string;
+      if (tail === undefined) {
+        fenceSeq = 1;
+        fenceKey = keys.slot(1);
+      } else if (tail.kind === 'fence') {
+        fenceSeq = tail.header.seq;
+        fenceKey = keys.afterFence(fenceSeq, tail.header.epoch);
+      } else {
+        fenceSeq = tail.header.seq + 1;
+        fenceKey = keys.slot(fenceSeq);
+      }
+      const fence = encodeFrame('fence', { stream: keys.stream, seq: fenceSeq, epoch, writer, createdAt: Date.now() }, new Uint8Array(0));
+      if (!(await createOrRecognise(store, fenceKey, fence, keys.stream, fenceSeq))) {
+        // Another engine took the slot first (a commit or a fence): look again.
+        await sleep(Math.min(50, 2 ** attempt) * Math.random());
+        continue;
+      }
+      const capturer = new Capturer(updates);
+      let committed: Committed = { seq: 0, crc: 0, tree: undefined, hasTree: true, baseSeq: 0, baseBytes: 0, deltaBytes: 0 };
+      let meta: unknown;
+      if (view.slots.length > 0) {
+        const restored = await restoreFrom<unknown>(store, view, undefined, limits);
+        const chain = await chainSizes(store, keys, view, restored.seq, limits);
+        capturer.seed(restored.state);
+        committed = { seq: restored.seq, crc: chain.crc, tree: capturer.tree, hasTree: true, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
+        meta = restored.meta;
+      }
+      return new SnapshotEngine<S>({
+        store,
+        keys,
+        epoch,
+        writer,
+        updates,
+        policy,
+        limits,
+        committed,
+        meta,
+        nextKey: keys.afterFence(fenceSeq, epoch),
+        capturer,
+      });
+    }
+    throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_OPEN_ATTEMPTS} attempts (other engines keep opening or committing)`, { stream: keys.stream });
+  }
+
+  /**
+   * The state of the last committed checkpoint (undefined for a new stream). With `updates: 'copy'`
+   * each read returns a fresh mutable copy; with `'immutable'` the captured (frozen) state itself.
+   */
+  get state(): S | undefined {
+    const c = this.#committed;
+    if (c.seq === 0 || !c.hasTree) return undefined;
+    return (this.updates === 'copy' ? thaw(c.tree) : c.tree) as S;
+  }
+
+  /** The seq of the last committed checkpoint, 0 for a new stream. */
+  get seq(): number {
+    return this.#committed.seq;
+  }
+
+  /** The meta of the last committed checkpoint. */
+  get meta(): unknown {
+    return this.#meta;
+  }
+
+  /** Checkpoints captured but not yet committed. */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  /** Whether a newer engine has taken the stream over (every further checkpoint fails FENCED). */
+  get fenced(): boolean {
+    return this.#fenced !== undefined;
+  }
+
+  /**
+   * Checkpoints `state`. The capture is synchronous: once this returns, the caller may change
+   * `state` (in place, with `updates: 'copy'`) without affecting this checkpoint. The promise
+   * resolves when the checkpoint is durable and visible to `restore`; checkpoints commit in call order.
+   */
+  checkpoint(state: S, options?: CheckpointOptions): Promise<CheckpointInfo> {
+    let task: Task;
+    try {
+      this.#assertOpen('checkpoint');
+      const meta = this.#encodeMeta(options);
+      const capture = this.#capturer.capture(state);
+      const promise = new Promise<CheckpointInfo>((resolve, reject) => {
+        task = { capture, meta, createdAt: Date.now(), resolve, reject };
+      });
+      this.#queue.push(task!);
+      this.#steps = 0;
+      this.#lastCheckpointAt = Date.now();
+      this.#stepState = undefined;
+      this.#kick();
+      return promise;
+    } catch (err) {
+      return Promise.reject(this.#wrapCaptureError(err));
+    }
+  }
+
+  /**
+   * Records one step of the agent and checkpoints when the policy says so: `everySteps` steps or
+   * `everyMs` milliseconds since the last checkpoint, or `maxPendingBytes` of change, whichever
+   * comes first. Returns the checkpoint's promise when it took one, undefined otherwise.
+   */
+  step(state: S, options?: CheckpointOptions): Promise<CheckpointInfo> | undefined {
+    if (this.#closed || this.#fenced) return this.checkpoint(state, options);
+    this.#steps++;
+    const p = this.policy;
+    let due = this.#steps >= p.everySteps || Date.now() - this.#lastCheckpointAt >= p.everyMs;
+    if (!due && p.maxPendingBytes !== Infinity) {
+      try {
+        due = this.#capturer.estimate(state) >= p.maxPendingBytes;
+      } catch (err) {
+        return Promise.reject(this.#wrapCaptureError(err));
+      }
+    }
+    if (due) return this.checkpoint(state, options);
+    this.#stepState = { state, options };
+    return undefined;
+  }
+
+  /**
+   * Checkpoints the state of the last `step()` that did not checkpoint (if any), then waits
+   * until every checkpoint in flight has committed. Resolves the forced checkpoint's info.
+   */
+  async flush(): Promise<CheckpointInfo | undefined> {
+    this.#assertOpen('flush');
+    const pending = this.#stepState;
+    const forced = pending ? this.checkpoint(pending.state as S, pending.options) : undefined;
+    await this.#idle();
+    return forced;
+  }
+
+  /** Flushes (see flush), then closes the engine: later calls reject with CLOSED. */
+  async close(): Promise<void> {
+    this.#assertOpen('close');
+    try {
+      if (this.#stepState && !this.#fenced) await this.flush();
+      await this.#idle();
+    } finally {
+      this.#closed = true;
+    }
+  }
+
+  #assertOpen(op: string): void {
+    if (this.#closed) {
+      throw new StatefoldError('CLOSED', `${op} stream ${JSON.stringify(this.stream)}: the engine is closed`, { stream: this.stream });
+    }
+    if (this.#fenced) throw this.#fenced;
+  }
+
+  #wrapCaptureError(err: unknown): unknown {
+    if (isStatefoldError(err, 'INVALID_STATE')) {
+      return new StatefoldError('INVALID_STATE', `checkpoint stream ${JSON.stringify(this.stream)}: ${err.message}`, { stream: this.stream, path: err.path, cause: err });
+    }
+    return err;
+  }
+
+  #encodeMeta(options: CheckpointOptions | undefined): Uint8Array | undefined {
+    if (options === undefined || options === null) return undefined;
+    if (typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', `checkpoint stream ${JSON.stringify(this.stream)}: options must be an object`, { stream: this.stream });
+    if (options.meta === undefined) return undefined;
+    return encodeValue(snapshotValue(options.meta, 'meta'));
+  }
+
+  #kick(): void {
+    if (this.#draining) return;
+    this.#draining = this.#drain().finally(() => {
+      this.#draining = undefined;
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #idle(): Promise<void> {
+    while (this.#draining) await this.#draining;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const task = this.#queue[0]!;
+      this.#capturer.oldestUnencoded = task.capture.id;
+      try {
+        if (this.#fenced) throw this.#fenced;
+        task.resolve(await this.#commit(task));
+      } catch (err) {
+        if (isStatefoldError(err, 'FENCED')) this.#fenced ??= err;
+        // The chain must not depend on what failed: the next commit is a full base.
+        else this.#needBase = true;
+        task.reject(err);
+      }
+      this.#queue.shift();
+    }
+    this.#capturer.oldestUnencoded = Infinity;
+  }
+
+  /** Encodes and commits one task; retries on a later seq only when our own earlier write turns out to have landed. */
+  async #commit(task: Task): Promise<CheckpointInfo> {
+    for (;;) {
+      const c = this.#committed;
+      const seq = c.seq + 1;
+      const resolver = this.#capturer.resolverFor(task.capture.id);
+      const header = (kind: FrameKind): FrameHeader => {
+        const h: FrameHeader = { stream: this.stream, seq, epoch: this.epoch, writer: this.#writer, createdAt: task.createdAt, base: kind === 'base' ? seq : c.baseSeq };
+        if (kind === 'delta') h.parent = c.crc;
+        if (task.meta !== undefined) h.meta = task.meta;
+        return h;
+      };
+      let kind: FrameKind = this.#needBase || !c.hasTree || c.seq === 0 || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
+      let frame: Uint8Array | undefined;
+      if (kind === 'delta') {
+        frame = encodeFrame('delta', header('delta'), encodeValue(task.capture.ops, resolver));
+        // Redis-style size trigger: once the deltas outgrow the base, a new base is cheaper to restore.
+        if (c.deltaBytes + frame.byteLength > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
+      }
+      if (kind === 'base') frame = encodeFrame('base', header('base'), encodeValue(task.capture.tree, resolver));
+      frame = frame!;
+      const key = this.#nextKey;
+      const outcome = await this.#write(key, seq, frame);
+      if (outcome === 'ours') {
+        const crc = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).readUInt32LE(frame.byteLength - 4);
+        this.#committed = {
+          seq,
+          crc,
+          tree: task.capture.tree,
+          hasTree: true,
+          baseSeq: kind === 'base' ? seq : c.baseSeq,
+          baseBytes: kind === 'base' ? frame.byteLength : c.baseBytes,
+          deltaBytes: kind === 'base' ? 0 : c.deltaBytes + frame.byteLength,
+        };
+        this.#meta = task.meta === undefined ? undefined : decodeValue(task.meta);
+        this.#nextKey = this.#keys.slot(seq + 1);
+        this.#needBase = false;
+        return { seq, kind, bytes: frame.byteLength, ops: task.capture.ops.length, base: kind === 'base' ? seq : c.baseSeq, createdAt: task.createdAt, key };
+      }
+      // An earlier write of ours, reported failed, had landed after all: it is seq `seq`.
+      const landed = outcome;
+      this.#committed = {
+        seq,
+        crc: landed.crc,
+        tree: undefined,
+        hasTree: false,
+        baseSeq: landed.header.base!,
+        baseBytes: 0,
+        deltaBytes: 0,
+      };
+      this.#nextKey = this.#keys.slot(seq + 1);
+      this.#needBase = true;
+    }
+  }
+
+  /**
+   * Creates `key`. Resolves 'ours' when our frame is there (created now, or by an earlier try
+   * whose answer was lost), the landed frame when an earlier failed write of this engine is
+   * there, and throws FENCED when another engine's frame is there.
+   */
+  async #write(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
+    let created: boolean;
+    try {
+      created = await this.store.putIfAbsent(key, frame);
+    } catch (err) {
+      // The write may have landed before the error: look before reporting failure.
+      const there = await this.store.get(key).catch(() => undefined);
+      if (there !== undefined && Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0) return 'ours';
+      throw wrapStorage(err, this.stream, seq, key, 'commit');
+    }
+    if (created) return 'ours';
+    const there = await this.store.get(key);
+    if (there === undefined) {
+      throw new StatefoldError('STORAGE', `commit stream ${JSON.stringify(this.stream)} seq ${seq} (${key}): the store reported the key exists but it cannot be read`, { stream: this.stream, seq, key });
+    }
+    if (Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0) return 'ours';
+    const other = decodeFrame(there, { stream: this.stream, key, seq }, this.#limits);
+    if (other.header.writer === this.#writer && other.kind !== 'fence') return other;
+    throw new StatefoldError(
+      'FENCED',
+      `commit stream ${JSON.stringify(this.stream)} seq ${seq} (${key}): taken by another engine (its epoch ${other.header.epoch}, ours ${this.epoch}); this engine may no longer write`,
+      { stream: this.stream, seq, key },
+    );
+  }
+}
+
+/** Creates `key` with `frame`, or recognises that an earlier try of ours already did. */
+async function createOrRecognise(store: Store, key: string, frame: Uint8Array, stream: string, seq: number): Promise<boolean> {
+  try {
+    if (await store.putIfAbsent(key, frame)) return true;
+  } catch (err) {
+    const there = await store.get(key).catch(() => undefined);
+    if (there === undefined) throw wrapStorage(err, stream, seq, key, 'open');
+  }
+  const there = await store.get(key);
+  return there !== undefined && Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0;
+}
+
+/** Sizes of the chain ending at `seq`, for the base policy of a reopened stream. */
+async function chainSizes(store: Store, keys: StreamKeys, view: Awaited<ReturnType<typeof committedView>>, seq: number, limits: FrameLimits): Promise<{ crc: number; baseSeq: number; baseBytes: number; deltaBytes: number }> {
+  const bySeq = new Map(view.slots.map((s) => [s.seq, s]));
+  const read = (s: number): Promise<Frame> => {
+    const slot = bySeq.get(s)!;
+    return slot === view.tailSlot && view.tailFrame ? Promise.resolve(view.tailFrame) : readFrame(store, keys, s, tailKey(slot), limits);
+  };
+  const last = await read(seq);
+  const baseSeq = last.header.base!;
+  const seqs: number[] = [];
+  for (let s = baseSeq; s <= seq; s++) seqs.push(s);
+  const frames = await mapLimit(seqs, 16, read);
+  return {
+    crc: last.crc,
+    baseSeq,
+    baseBytes: frames[0]!.bytes,
+    deltaBytes: frames.slice(1).reduce((n, f) => n + f.bytes, 0),
+  };
+}
+
+function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {
+  if (isStatefoldError(err) && err.code !== 'STORAGE') return err;
+  return new StatefoldError('STORAGE', `${op} stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${describeCause(err)}`, { stream, seq, key, cause: err });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

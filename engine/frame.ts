@@ -1,0 +1,207 @@
+/**
+ * Frames: the one binary format of every stored object. A frame is self-describing, versioned
+ * and checksummed, so that damage is detected and never decoded into wrong state.
+ *
+ *   offset size  field
+ *   0      4     magic "SFLD"
+ *   4      1     format version (1)
+ *   5      1     kind: 1 base, 2 delta, 3 fence
+ *   6      1     codec: 0 msgpack, 1 msgpack + lz4 block
+ *   7      1     flags (0)
+ *   8      4     header length H (u32 LE)
+ *   12     4     payload length P, as stored (u32 LE)
+ *   16     4     payload length uncompressed (u32 LE)
+ *   20     H     header: msgpack map (stream, seq, epoch, writer, createdAt, base, parent, meta)
+ *   20+H   P     payload: msgpack of the base state or of the delta's operations
+ *   20+H+P 4     CRC-32 of every byte before it (u32 LE)
+ */
+import { crc32 } from 'node:zlib';
+import lz4 from 'lz4';
+import { StatefoldError } from './errors.js';
+import { decodeValue, encodeValue } from './codec.js';
+
+export const MAGIC = 0x444c4653; // "SFLD" read as u32 LE
+export const FORMAT_VERSION = 1;
+const FIXED = 20;
+const TRAILER = 4;
+
+/** What a frame holds: a full state, the operations since the previous seq, or a writer's claim. */
+export type FrameKind = 'base' | 'delta' | 'fence';
+const KIND_CODE: Record<FrameKind, number> = { base: 1, delta: 2, fence: 3 };
+const CODE_KIND: Record<number, FrameKind> = { 1: 'base', 2: 'delta', 3: 'fence' };
+export const CODEC_RAW = 0;
+export const CODEC_LZ4 = 1;
+
+/** The header of a frame, as written and read. */
+export interface FrameHeader {
+  /** The stream id, in full (keys hold only its encoding). */
+  stream: string;
+  /** The seq this frame belongs to. */
+  seq: number;
+  /** Writer epoch of the engine that wrote it. */
+  epoch: number;
+  /** Random id of the engine instance that wrote it (hex). */
+  writer: string;
+  /** Milliseconds since the epoch, when the checkpoint was captured. */
+  createdAt: number;
+  /** Delta: the seq of the base its chain starts from. Base: its own seq. */
+  base?: number;
+  /** Delta: CRC-32 of the frame of seq - 1, which it applies to. */
+  parent?: number;
+  /** Caller's meta, encoded (msgpack bytes), absent when none was given. */
+  meta?: Uint8Array;
+}
+
+/** A frame read back and verified. */
+export interface Frame {
+  kind: FrameKind;
+  header: FrameHeader;
+  /** CRC-32 stored in its trailer (a delta's `parent` names it). */
+  crc: number;
+  /** Total size of the stored object in bytes. */
+  bytes: number;
+  codec: number;
+  rawLength: number;
+  /** The payload as stored (compressed or not); decode with decodePayload. */
+  payload: Uint8Array;
+}
+
+/** Limits applied to every frame read. */
+export interface FrameLimits {
+  /** Largest uncompressed payload accepted, in bytes. */
+  maxPayloadBytes: number;
+}
+
+/** Default limit: 1 GiB of uncompressed state per frame. */
+export const DEFAULT_LIMITS: FrameLimits = { maxPayloadBytes: 1 << 30 };
+
+/** Builds a frame: header, payload compressed with lz4 when that makes it smaller, checksum. */
+export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array): Uint8Array {
+  const head = encodeValue(header);
+  let codec = CODEC_RAW;
+  let payload = raw;
+  if (raw.byteLength >= 64) {
+    const out = Buffer.allocUnsafe(lz4.encodeBound(raw.byteLength));
+    const n = lz4.encodeBlock(asBuffer(raw), out);
+    if (n > 0 && n < raw.byteLength) {
+      codec = CODEC_LZ4;
+      payload = out.subarray(0, n);
+    }
+  }
+  if (raw.byteLength > 0xffffffff || payload.byteLength > 0xffffffff) {
+    throw new StatefoldError('INVALID_STATE', `seq ${header.seq}: payload of ${raw.byteLength} bytes exceeds the 4 GiB frame limit`, { stream: header.stream, seq: header.seq });
+  }
+  const total = FIXED + head.byteLength + payload.byteLength + TRAILER;
+  const frame = Buffer.allocUnsafe(total);
+  frame.writeUInt32LE(MAGIC, 0);
+  frame[4] = FORMAT_VERSION;
+  frame[5] = KIND_CODE[kind];
+  frame[6] = codec;
+  frame[7] = 0;
+  frame.writeUInt32LE(head.byteLength, 8);
+  frame.writeUInt32LE(payload.byteLength, 12);
+  frame.writeUInt32LE(raw.byteLength, 16);
+  frame.set(head, FIXED);
+  frame.set(payload, FIXED + head.byteLength);
+  frame.writeUInt32LE(crc32(frame.subarray(0, total - TRAILER)), total - TRAILER);
+  return frame;
+}
+
+/** Where a frame was read from, to verify its identity and to name it in errors. */
+export interface FrameOrigin {
+  stream: string;
+  key: string;
+  /** The seq the key names. */
+  seq: number;
+}
+
+/**
+ * Verifies and parses a stored frame: length, magic, version, checksum, lengths, and that it
+ * belongs to the stream and seq its key names. Anything wrong is CORRUPT, with stream, seq and key.
+ */
+export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: FrameLimits = DEFAULT_LIMITS): Frame {
+  const fail = (why: string): never => {
+    throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): ${why}`, {
+      stream: origin.stream,
+      seq: origin.seq,
+      key: origin.key,
+    });
+  };
+  const buf = asBuffer(bytes);
+  if (buf.byteLength < FIXED + TRAILER) fail(`object of ${buf.byteLength} bytes is too short to be a frame (truncated?)`);
+  if (buf.readUInt32LE(0) !== MAGIC) fail('not a statefold frame (bad magic)');
+  const version = buf[4]!;
+  if (version !== FORMAT_VERSION) fail(`frame format version ${version} is not supported by this statefold (reads version ${FORMAT_VERSION})`);
+  const headLength = buf.readUInt32LE(8);
+  const payloadLength = buf.readUInt32LE(12);
+  const rawLength = buf.readUInt32LE(16);
+  const expected = FIXED + headLength + payloadLength + TRAILER;
+  if (expected !== buf.byteLength) fail(`frame declares ${expected} bytes but the object has ${buf.byteLength} (truncated or extended)`);
+  const crc = buf.readUInt32LE(buf.byteLength - TRAILER);
+  if (crc32(buf.subarray(0, buf.byteLength - TRAILER)) !== crc) fail('checksum mismatch (damaged object)');
+  const kind = CODE_KIND[buf[5]!];
+  if (kind === undefined) fail(`unknown frame kind ${buf[5]}`);
+  const codec = buf[6]!;
+  if (codec !== CODEC_RAW && codec !== CODEC_LZ4) fail(`unknown codec ${codec}`);
+  if (codec === CODEC_RAW && rawLength !== payloadLength) fail('uncompressed frame with two different lengths');
+  // Bounded reads: never allocate what a header claims beyond what lz4 could expand to or the limit.
+  if (rawLength > limits.maxPayloadBytes) fail(`payload of ${rawLength} bytes exceeds the limit of ${limits.maxPayloadBytes}`);
+  if (codec === CODEC_LZ4 && rawLength > payloadLength * 255 + 64) fail(`payload claims ${rawLength} bytes, more than ${payloadLength} compressed bytes can hold`);
+  let header: FrameHeader;
+  try {
+    header = decodeValue(buf.subarray(FIXED, FIXED + headLength)) as FrameHeader;
+  } catch (err) {
+    return fail(`unreadable header: ${(err as Error).message}`);
+  }
+  if (header === null || typeof header !== 'object' || typeof header.stream !== 'string' || !Number.isSafeInteger(header.seq) || !Number.isSafeInteger(header.epoch) || typeof header.writer !== 'string' || typeof header.createdAt !== 'number') {
+    fail('malformed header');
+  }
+  if (header.stream !== origin.stream) fail(`frame belongs to stream ${JSON.stringify(header.stream)} (copied in from another stream?)`);
+  if (header.seq !== origin.seq) fail(`frame is seq ${header.seq}, not ${origin.seq} (copied in from another seq?)`);
+  if (kind === 'delta' && (!Number.isSafeInteger(header.base) || typeof header.parent !== 'number' || header.base! >= header.seq)) fail('delta frame without a valid base and parent');
+  if (kind === 'base' && header.base !== header.seq) fail('base frame whose base is not itself');
+  return {
+    kind: kind!,
+    header,
+    crc,
+    bytes: buf.byteLength,
+    codec,
+    rawLength,
+    payload: buf.subarray(FIXED + headLength, FIXED + headLength + payloadLength),
+  };
+}
+
+/** Decompresses and decodes a verified frame's payload. */
+export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
+  try {
+    let raw = frame.payload;
+    if (frame.codec === CODEC_LZ4) {
+      const out = Buffer.allocUnsafe(frame.rawLength);
+      const n = lz4.decodeBlock(asBuffer(frame.payload), out);
+      if (n !== frame.rawLength) throw new Error(`lz4 block decoded to ${n} bytes, expected ${frame.rawLength}`);
+      raw = out;
+    }
+    return decodeValue(raw);
+  } catch (err) {
+    throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`, {
+      stream: origin.stream,
+      seq: origin.seq,
+      key: origin.key,
+      cause: err,
+    });
+  }
+}
+
+/** Decodes a frame header's meta (undefined when none was stored). */
+export function decodeMeta(frame: Frame, origin: FrameOrigin): unknown {
+  if (frame.header.meta === undefined) return undefined;
+  try {
+    return decodeValue(frame.header.meta);
+  } catch (err) {
+    throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable meta`, { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err });
+  }
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}

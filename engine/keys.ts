@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import { StatefoldError } from './errors.js';
+
+/** Longest stream id accepted, in UTF-8 bytes. */
+export const MAX_STREAM_ID_BYTES = 512;
+/** Longest encoded id kept readable; longer ones are stored under a SHA-256 name. */
+const MAX_READABLE_SEGMENT = 160;
+/** Largest seq (and epoch) a key can hold: 16 hex digits, bounded by exact JS integers. */
+export const MAX_SEQ = Number.MAX_SAFE_INTEGER;
+
+/** Throws INVALID_ARGUMENT unless `stream` is a non-empty string of at most 512 UTF-8 bytes. */
+export function assertStreamId(stream: unknown): asserts stream is string {
+  if (typeof stream !== 'string' || stream.length === 0) {
+    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${describe(stream)}: must be a non-empty string`);
+  }
+  if (!isWellFormed(stream)) {
+    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${JSON.stringify(stream)}: contains a lone surrogate, which has no UTF-8 form`, { stream });
+  }
+  const size = Buffer.byteLength(stream, 'utf8');
+  if (size > MAX_STREAM_ID_BYTES) {
+    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${JSON.stringify(stream.slice(0, 40))}...: ${size} UTF-8 bytes, more than ${MAX_STREAM_ID_BYTES}`, { stream });
+  }
+}
+
+/**
+ * Encodes a stream id into one key segment that no other id shares and that cannot escape its
+ * own key space: bytes outside `[a-z0-9_-]` (upper case too, so case-insensitive filesystems
+ * keep `A` and `a` apart) become `~xx`; `s.` marks this readable form. Ids whose readable form
+ * would be too long for a file name become `h.` + the SHA-256 of the id; the frame header keeps
+ * the full id, so even a hash collision would be detected on read.
+ */
+export function encodeStreamId(stream: string): string {
+  let out = 's.';
+  for (const byte of Buffer.from(stream, 'utf8')) {
+    const safe = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte === 0x5f || byte === 0x2d;
+    out += safe ? String.fromCharCode(byte) : `~${byte.toString(16).padStart(2, '0')}`;
+    if (out.length > MAX_READABLE_SEGMENT) {
+      return `h.${createHash('sha256').update(stream, 'utf8').digest('hex')}`;
+    }
+  }
+  return out;
+}
+
+/** Fixed-width lower-case hex, so that key order is numeric order. */
+export function hex16(n: number): string {
+  return n.toString(16).padStart(16, '0');
+}
+
+/** The layout of one stream's keys: `<stream>/log/<slot>` (see engine/log.ts for slots). */
+export class StreamKeys {
+  readonly stream: string;
+  /** Prefix of every key of this stream. */
+  readonly root: string;
+  /** Prefix of the stream's log: one or more keys per seq. */
+  readonly log: string;
+
+  constructor(stream: string, namespace = '') {
+    assertStreamId(stream);
+    this.stream = stream;
+    this.root = `${namespace}${encodeStreamId(stream)}/`;
+    this.log = `${this.root}log/`;
+  }
+
+  /** The first key of slot `seq`: `<log>/<seq as 16 hex>`. */
+  slot(seq: number): string {
+    return `${this.log}${hex16(seq)}`;
+  }
+
+  /** The key that follows a fence of `epoch` in slot `seq`: `<log>/<seq>.<epoch>`. */
+  afterFence(seq: number, epoch: number): string {
+    return `${this.log}${hex16(seq)}.${hex16(epoch)}`;
+  }
+
+  /** Parses a log key into its seq and, for a key that follows a fence, that fence's epoch. */
+  parse(key: string): { seq: number; afterEpoch: number } | undefined {
+    if (!key.startsWith(this.log)) return undefined;
+    const name = key.slice(this.log.length);
+    const m = /^([0-9a-f]{16})(?:\.([0-9a-f]{16}))?$/.exec(name);
+    if (!m) return undefined;
+    const seq = parseInt(m[1]!, 16);
+    const afterEpoch = m[2] === undefined ? 0 : parseInt(m[2], 16);
+    if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(afterEpoch) || seq < 1) return undefined;
+    return { seq, afterEpoch };
+  }
+}
+
+function isWellFormed(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (!(d >= 0xdc00 && d <= 0xdfff)) return false;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return false;
+  }
+  return true;
+}
+
+function describe(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v);
+  return typeof v === 'object' ? (v === null ? 'null' : 'object') : typeof v;
+}

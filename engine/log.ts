@@ -1,0 +1,75 @@
+/**
+ * The log of one stream: its keys grouped into slots, one slot per seq.
+ *
+ * Slot `seq` normally holds one key, `<log>/<seq>`, whose frame is checkpoint `seq`. When an
+ * engine opens a stream it claims the next slot with a fence frame at that slot's next free key;
+ * the key after a fence of epoch `e` is `<log>/<seq>.<e>`, and so on. Every key is created only
+ * if absent, so of the engines that race for a key exactly one wins, and an engine whose next
+ * key was taken by a fence of a higher epoch knows it has been fenced. The last key of a slot
+ * decides it: a checkpoint frame means `seq` is committed, a fence means it is not yet.
+ */
+import type { Store } from '../storage-adapters/store.js';
+import { StatefoldError } from './errors.js';
+import { decodeFrame, type Frame, type FrameLimits } from './frame.js';
+import { StreamKeys } from './keys.js';
+
+/** One seq's keys, in order. */
+export interface Slot {
+  seq: number;
+  keys: string[];
+}
+
+/** The listed log of a stream. */
+export interface LogListing {
+  keys: StreamKeys;
+  /** Slots in ascending seq order. */
+  slots: Slot[];
+}
+
+/** Lists the log of `stream` (or of the stream `keys` names). */
+export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<LogListing> {
+  const listed = await store.list(keys.log, signal ? { signal } : undefined);
+  const slots: Slot[] = [];
+  for (const key of listed) {
+    const parsed = keys.parse(key);
+    if (parsed === undefined) continue; // not a log key (a future extension): ignore
+    const last = slots[slots.length - 1];
+    if (last !== undefined && last.seq === parsed.seq) last.keys.push(key);
+    else slots.push({ seq: parsed.seq, keys: [key] });
+  }
+  return { keys, slots };
+}
+
+/** The key that decides a slot: its last. */
+export function tailKey(slot: Slot): string {
+  return slot.keys[slot.keys.length - 1]!;
+}
+
+/** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
+export async function readFrame(store: Store, keys: StreamKeys, seq: number, key: string, limits: FrameLimits, signal?: AbortSignal): Promise<Frame> {
+  const bytes = await store.get(key, signal ? { signal } : undefined);
+  if (bytes === undefined) {
+    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`, { stream: keys.stream, seq, key });
+  }
+  return decodeFrame(bytes, { stream: keys.stream, key, seq }, limits);
+}
+
+/** Runs `fn` over `items` with at most `limit` at once, keeping order in the result. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  let failed: unknown;
+  const worker = async (): Promise<void> => {
+    while (next < items.length && failed === undefined) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!, i);
+      } catch (err) {
+        failed ??= err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failed !== undefined) throw failed;
+  return out;
+}

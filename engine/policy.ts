@@ -1,0 +1,63 @@
+/**
+ * Policies: when a checkpoint is written as a full base instead of a delta, and when the
+ * step-driven entry point `engine.step()` takes a checkpoint.
+ */
+import { StatefoldError } from './errors.js';
+
+/** When to write bases, and when `step()` checkpoints. Every field is optional. */
+export interface Policy {
+  /** A base at least every this many checkpoints: a restore folds at most `baseEvery - 1` deltas. Default 32. */
+  baseEvery?: number;
+  /**
+   * A base also when the deltas since the last base add up to more than this fraction of that
+   * base's stored size (Redis rewrites its AOF at +100%). Default 1.
+   */
+  maxDeltaRatio?: number;
+  /** `step()` checkpoints when this many milliseconds have passed since the last checkpoint. Default 1,000. */
+  everyMs?: number;
+  /** `step()` checkpoints every this many steps. Default 100. */
+  everySteps?: number;
+  /**
+   * `step()` checkpoints when the change since the last checkpoint is estimated to exceed this many
+   * bytes. Off by default (Infinity): it diffs the state at every step to estimate the change,
+   * which is cheap with `updates: 'immutable'` and a full walk of the state otherwise.
+   */
+  maxPendingBytes?: number;
+}
+
+/** A policy with every default filled in. */
+export type ResolvedPolicy = Required<Policy>;
+
+/** The defaults, as documented in the README. */
+export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
+  baseEvery: 32,
+  maxDeltaRatio: 1,
+  everyMs: 1000,
+  everySteps: 100,
+  maxPendingBytes: Infinity,
+});
+
+/** Fills defaults and rejects malformed values with INVALID_ARGUMENT. */
+export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
+  if (policy === undefined) return DEFAULT_POLICY;
+  if (policy === null || typeof policy !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'policy: must be an object');
+  const out = { ...DEFAULT_POLICY };
+  const positive = (name: keyof Policy, integer: boolean, allowInfinity: boolean): void => {
+    const v = policy[name];
+    if (v === undefined) return;
+    const ok = typeof v === 'number' && v > 0 && (allowInfinity && v === Infinity ? true : Number.isFinite(v) && (!integer || Number.isInteger(v)));
+    if (!ok) {
+      throw new StatefoldError('INVALID_ARGUMENT', `policy.${name}: ${String(v)} is not a positive ${integer ? 'integer' : 'number'}${allowInfinity ? ' (or Infinity)' : ''}`);
+    }
+    out[name] = v;
+  };
+  positive('baseEvery', true, false);
+  positive('maxDeltaRatio', false, true);
+  positive('everyMs', false, true);
+  positive('everySteps', true, true);
+  positive('maxPendingBytes', false, true);
+  for (const key of Object.keys(policy)) {
+    if (!(key in DEFAULT_POLICY)) throw new StatefoldError('INVALID_ARGUMENT', `policy.${key}: unknown option (known: ${Object.keys(DEFAULT_POLICY).join(', ')})`);
+  }
+  return out;
+}

@@ -1,0 +1,206 @@
+/**
+ * Restore: list the stream's log, find the checkpoint asked for (the newest committed one by
+ * default), read its base and the deltas after it in parallel, verify each, and fold the deltas
+ * onto the base in order.
+ */
+import type { Store } from '../storage-adapters/store.js';
+import { StatefoldError } from './errors.js';
+import { DEFAULT_LIMITS, decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './frame.js';
+import { StreamKeys } from './keys.js';
+import { listLog, mapLimit, readFrame, tailKey, type LogListing, type Slot } from './log.js';
+import { PatchMismatch, applyOps } from './patch.js';
+import type { Op } from './diff.js';
+
+/** Options of `restore`. */
+export interface RestoreOptions {
+  /** The seq to restore; the newest committed checkpoint when absent. */
+  seq?: number;
+  /** Aborts the reads. */
+  signal?: AbortSignal;
+  /** Largest uncompressed frame payload accepted (default 1 GiB): a guard against damaged lengths. */
+  maxPayloadBytes?: number;
+  /** How many objects are read at once (default 16). */
+  concurrency?: number;
+}
+
+/** A restored checkpoint. */
+export interface Restored<S = unknown> {
+  /** The state as it was captured at `seq`. */
+  state: S;
+  seq: number;
+  /** The meta given to `checkpoint`, or undefined. */
+  meta: unknown;
+  kind: 'base' | 'delta';
+  /** When the checkpoint was captured (ms since the epoch). */
+  createdAt: number;
+}
+
+/** One entry of `listCheckpoints`. */
+export interface CheckpointEntry {
+  seq: number;
+  kind: 'base' | 'delta';
+  /** Size of the stored object in bytes. */
+  bytes: number;
+  /** When the checkpoint was captured (ms since the epoch). */
+  createdAt: number;
+  meta: unknown;
+  /** The seq of the base this checkpoint's chain starts from (its own seq for a base). */
+  base: number;
+  /** Writer epoch of the engine that committed it. */
+  epoch: number;
+}
+
+/** Options of `listCheckpoints`. */
+export interface ListCheckpointsOptions {
+  signal?: AbortSignal;
+  maxPayloadBytes?: number;
+  concurrency?: number;
+}
+
+/** Restores the state of a stream's newest committed checkpoint, or of `options.seq`. */
+export async function restore<S = unknown>(store: Store, stream: string, options: RestoreOptions = {}): Promise<Restored<S>> {
+  const keys = new StreamKeys(stream);
+  if (options.seq !== undefined) assertSeq(options.seq, stream);
+  const limits = limitsOf(options.maxPayloadBytes);
+  const log = await listLog(store, keys, options.signal);
+  const view = await committedView(store, log, limits, options.signal);
+  return restoreFrom(store, view, options.seq, limits, options);
+}
+
+/** Lists the retained committed checkpoints of a stream, ascending by seq (empty for an unknown stream). */
+export async function listCheckpoints(store: Store, stream: string, options: ListCheckpointsOptions = {}): Promise<CheckpointEntry[]> {
+  const keys = new StreamKeys(stream);
+  const limits = limitsOf(options.maxPayloadBytes);
+  const log = await listLog(store, keys, options.signal);
+  const view = await committedView(store, log, limits, options.signal);
+  const slots = view.slots;
+  return mapLimit(slots, options.concurrency ?? 16, async (slot) => {
+    const key = tailKey(slot);
+    const frame = slot === view.tailSlot && view.tailFrame ? view.tailFrame : await readFrame(store, keys, slot.seq, key, limits, options.signal);
+    const kind = checkpointKind(frame, keys, slot.seq, key);
+    return {
+      seq: slot.seq,
+      kind,
+      bytes: frame.bytes,
+      createdAt: frame.header.createdAt,
+      meta: decodeMeta(frame, { stream, key, seq: slot.seq }),
+      base: frame.header.base!,
+      epoch: frame.header.epoch,
+    };
+  });
+}
+
+/** The committed part of a log: every slot up to the newest committed one. */
+export interface CommittedView {
+  log: LogListing;
+  /** Committed slots, ascending (a trailing slot that holds only a fence is left out). */
+  slots: Slot[];
+  /** The last listed slot and its decoding frame, read to tell a fence from a checkpoint. */
+  tailSlot: Slot | undefined;
+  tailFrame: Frame | undefined;
+}
+
+/** Reads the tail of a listed log to tell whether its last slot is committed. */
+export async function committedView(store: Store, log: LogListing, limits: FrameLimits, signal?: AbortSignal): Promise<CommittedView> {
+  const tailSlot = log.slots[log.slots.length - 1];
+  if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
+  const tailFrame = await readFrame(store, log.keys, tailSlot.seq, tailKey(tailSlot), limits, signal);
+  const slots = tailFrame.kind === 'fence' ? log.slots.slice(0, -1) : log.slots;
+  return { log, slots, tailSlot, tailFrame };
+}
+
+/** Restores `seq` (or the newest) from a committed view. */
+export async function restoreFrom<S>(store: Store, view: CommittedView, seq: number | undefined, limits: FrameLimits, options: { signal?: AbortSignal; concurrency?: number } = {}): Promise<Restored<S>> {
+  const keys = view.log.keys;
+  const stream = keys.stream;
+  const slots = view.slots;
+  const newest = slots[slots.length - 1];
+  if (newest === undefined) {
+    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)}: no checkpoint`, { stream });
+  }
+  const target = seq ?? newest.seq;
+  const oldest = slots[0]!.seq;
+  if (target > newest.seq) {
+    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)} seq ${target}: beyond the newest checkpoint, ${newest.seq}`, { stream, seq: target });
+  }
+  if (target < oldest) {
+    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)} seq ${target}: removed by retention (the oldest retained checkpoint is ${oldest})`, { stream, seq: target });
+  }
+  const bySeq = new Map(slots.map((s) => [s.seq, s]));
+  const frameAt = async (s: number): Promise<Frame> => {
+    const slot = bySeq.get(s);
+    if (slot === undefined) {
+      throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${s}: missing from the log (a gap in the chain to seq ${target})`, { stream, seq: s, key: keys.slot(s) });
+    }
+    if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
+    return readFrame(store, keys, s, tailKey(slot), limits, options.signal);
+  };
+  const last = await frameAt(target);
+  const lastKey = tailKey(bySeq.get(target)!);
+  const kind = checkpointKind(last, keys, target, lastKey);
+  const baseSeq = last.header.base!;
+  const chain = [] as number[];
+  for (let s = baseSeq; s < target; s++) chain.push(s);
+  const earlier = await mapLimit(chain, options.concurrency ?? 16, (s) => frameAt(s));
+  const frames = [...earlier, last];
+  // Verify the whole chain before decoding any of it: one base, then deltas each naming its parent.
+  for (let i = 0; i < frames.length; i++) {
+    const s = baseSeq + i;
+    const frame = frames[i]!;
+    const key = tailKey(bySeq.get(s)!);
+    const k = checkpointKind(frame, keys, s, key);
+    if (i === 0 && k !== 'base') throw corrupt(stream, s, key, `expected the base of seq ${target}'s chain, found a ${k}`);
+    if (i > 0) {
+      if (k !== 'delta') throw corrupt(stream, s, key, `expected a delta in the chain of seq ${target}, found a ${k}`);
+      if (frame.header.base !== baseSeq) throw corrupt(stream, s, key, `delta names base ${frame.header.base}, the chain's base is ${baseSeq}`);
+      if (frame.header.parent !== frames[i - 1]!.crc) throw corrupt(stream, s, key, `delta does not apply to the stored seq ${s - 1} (parent checksum differs)`);
+    }
+  }
+  const baseKey = tailKey(bySeq.get(baseSeq)!);
+  let state = decodePayload(frames[0]!, { stream, key: baseKey, seq: baseSeq });
+  for (let i = 1; i < frames.length; i++) {
+    const s = baseSeq + i;
+    const key = tailKey(bySeq.get(s)!);
+    const ops = decodePayload(frames[i]!, { stream, key, seq: s });
+    if (!Array.isArray(ops)) throw corrupt(stream, s, key, 'delta payload is not a list of operations');
+    try {
+      state = applyOps(state, ops as Op[]);
+    } catch (err) {
+      if (err instanceof PatchMismatch) throw corrupt(stream, s, key, `delta does not apply: ${err.message}`, err);
+      throw err;
+    }
+  }
+  return {
+    state: state as S,
+    seq: target,
+    meta: decodeMeta(last, { stream, key: lastKey, seq: target }),
+    kind,
+    createdAt: last.header.createdAt,
+  };
+}
+
+function checkpointKind(frame: Frame, keys: StreamKeys, seq: number, key: string): 'base' | 'delta' {
+  const kind: FrameKind = frame.kind;
+  if (kind === 'fence') throw corrupt(keys.stream, seq, key, 'a fence where a checkpoint belongs (the slot was never committed, yet later seqs exist)');
+  return kind;
+}
+
+function corrupt(stream: string, seq: number, key: string, why: string, cause?: unknown): StatefoldError {
+  return new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${why}`, { stream, seq, key, cause });
+}
+
+/** Throws INVALID_ARGUMENT unless `seq` is a positive safe integer. */
+export function assertSeq(seq: unknown, stream: string): asserts seq is number {
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
+    throw new StatefoldError('INVALID_ARGUMENT', `stream ${JSON.stringify(stream)}: seq ${String(seq)} is not a positive integer`, { stream });
+  }
+}
+
+/** Frame limits from an optional maxPayloadBytes. */
+export function limitsOf(maxPayloadBytes: number | undefined): FrameLimits {
+  if (maxPayloadBytes === undefined) return DEFAULT_LIMITS;
+  if (!Number.isSafeInteger(maxPayloadBytes) || maxPayloadBytes < 1) {
+    throw new StatefoldError('INVALID_ARGUMENT', `maxPayloadBytes ${String(maxPayloadBytes)} is not a positive integer`);
+  }
+  return { maxPayloadBytes };
+}
