@@ -89,14 +89,31 @@ class Walk {
   /** Enters a container: checks depth and cycles. */
   enter(node: object): void {
     const depth = this.stack.length;
-    if (depth >= 64 && this.stack.includes(node)) {
-      const at = this.stack.indexOf(node);
-      let to = this.root;
-      for (const k of this.keys.slice(0, at)) to = pathJoin(to, k);
-      invalidState(this.path(), `a cycle (it refers back to ${to})`);
-    }
+    // A cycle makes the walk ever deeper; past 64 levels, look for a container met twice.
+    if (depth >= 64 && this.stack.includes(node)) this.#cycle(node);
     if (depth >= MAX_DEPTH) invalidState(this.path(), `nesting deeper than ${MAX_DEPTH} levels`);
     this.stack.push(node);
+  }
+
+  /** Reports the first back-reference on the current path. */
+  #cycle(node: object): never {
+    const seen = new Map<object, number>();
+    const nodes = [...this.stack, node];
+    for (let j = 0; j < nodes.length; j++) {
+      const earlier = seen.get(nodes[j]!);
+      if (earlier !== undefined) {
+        const at = this.#pathOf(j);
+        invalidState(at, `a cycle (it refers back to ${this.#pathOf(earlier)})`);
+      }
+      seen.set(nodes[j]!, j);
+    }
+    invalidState(this.path(), 'a cycle');
+  }
+
+  #pathOf(depth: number): string {
+    let p = this.root;
+    for (const k of this.keys.slice(0, depth)) p = pathJoin(p, k);
+    return p;
   }
 
   leave(): void {
@@ -247,7 +264,7 @@ function diffCopyObject(prev: Record<string, unknown>, next: Record<string, unkn
     if (Object.prototype.hasOwnProperty.call(prev, key)) {
       const before = prev[key];
       const after = diffCopy(before, item, walk);
-      if (after !== before) (changed ??= []).push([key, after]);
+      if (!Object.is(after, before)) (changed ??= []).push([key, after]);
       walk.keys.pop();
     } else {
       const copy = cloneInto(item, walk);
@@ -272,7 +289,7 @@ function diffCopyArray(prev: readonly unknown[], next: unknown[], walk: Walk): u
     walk.keys.push(i);
     const after = diffCopy(prev[i], item, walk);
     walk.keys.pop();
-    if (after !== prev[i]) (out ??= prev.slice(0, common))[i] = after;
+    if (!Object.is(after, prev[i])) (out ??= prev.slice(0, common))[i] = after;
   }
   if (next.length > prev.length) {
     out ??= prev.slice(0, common);
