@@ -19,6 +19,7 @@ import { StreamKeys } from './keys.js';
 import { listLog, mapLimit, readFrame, tailKey } from './log.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
 import { committedView, limitsOf, restoreFrom } from './restorer.js';
+import { gc, resolveRetention, type GcReport, type Retention } from './retention.js';
 
 /** Options of `SnapshotEngine.open`. */
 export interface EngineOptions {
@@ -37,6 +38,12 @@ export interface EngineOptions {
   updates?: UpdateMode;
   /** Largest uncompressed frame payload read back (default 1 GiB). */
   maxPayloadBytes?: number;
+  /**
+   * Which checkpoints to keep. Off by default: every checkpoint is kept. When set, the engine
+   * deletes older ones in the background after each base it commits (see `gc`), never one that a
+   * kept checkpoint needs.
+   */
+  retention?: Retention;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -111,6 +118,9 @@ export class SnapshotEngine<S = unknown> {
   #steps = 0;
   #lastCheckpointAt = Date.now();
   #stepState: { state: unknown; options: CheckpointOptions | undefined } | undefined;
+  readonly #retention: Retention | undefined;
+  #gcRunning: Promise<GcReport> | undefined;
+  #gcError: unknown;
 
   private constructor(init: {
     store: Store;
@@ -124,7 +134,9 @@ export class SnapshotEngine<S = unknown> {
     meta: unknown;
     nextKey: string;
     capturer: Capturer;
+    retention: Retention | undefined;
   }) {
+    this.#retention = init.retention;
     this.store = init.store;
     this.stream = init.keys.stream;
     this.#keys = init.keys;
@@ -156,6 +168,7 @@ export class SnapshotEngine<S = unknown> {
       throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: updates ${JSON.stringify(updates)} must be 'copy' or 'immutable'`, { stream: keys.stream });
     }
     const limits = limitsOf(options.maxPayloadBytes);
+    if (options.retention !== undefined) resolveRetention(options.retention);
     const writer = randomBytes(16).toString('hex');
 
     for (let attempt = 0; attempt < MAX_OPEN_ATTEMPTS; attempt++) {
@@ -203,6 +216,7 @@ export class SnapshotEngine<S = unknown> {
         meta,
         nextKey: keys.afterFence(fenceSeq, epoch),
         capturer,
+        retention: options.retention,
       });
     }
     throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_OPEN_ATTEMPTS} attempts (other engines keep opening or committing)`, { stream: keys.stream });
@@ -303,9 +317,36 @@ export class SnapshotEngine<S = unknown> {
     try {
       if (this.#stepState && !this.#fenced) await this.flush();
       await this.#idle();
+      await this.#gcRunning?.catch(() => undefined);
     } finally {
       this.#closed = true;
     }
+  }
+
+  /**
+   * Deletes the checkpoints that `retention` (default: the engine's) does not keep, only behind
+   * the base of the oldest kept one, so every kept seq still restores. Safe while writing.
+   */
+  async gc(retention?: Retention): Promise<GcReport> {
+    this.#assertOpen('gc');
+    const r = retention ?? this.#retention;
+    if (r === undefined) throw new StatefoldError('INVALID_ARGUMENT', `gc stream ${JSON.stringify(this.stream)}: no retention given and none set at open`, { stream: this.stream });
+    return gc(this.store, this.stream, r, { limits: this.#limits });
+  }
+
+  /** The error of the last background gc, if it failed (it is retried after the next base). */
+  get gcError(): unknown {
+    return this.#gcError;
+  }
+
+  #backgroundGc(): void {
+    if (this.#retention === undefined || this.#gcRunning) return;
+    const run = gc(this.store, this.stream, this.#retention, { limits: this.#limits });
+    this.#gcRunning = run;
+    run.then(
+      () => (this.#gcError = undefined),
+      (err: unknown) => (this.#gcError = err),
+    ).finally(() => (this.#gcRunning = undefined));
   }
 
   #assertOpen(op: string): void {
@@ -396,6 +437,7 @@ export class SnapshotEngine<S = unknown> {
         this.#meta = task.meta === undefined ? undefined : decodeValue(task.meta);
         this.#nextKey = this.#keys.slot(seq + 1);
         this.#needBase = false;
+        if (kind === 'base') this.#backgroundGc();
         return { seq, kind, bytes: frame.byteLength, ops: task.capture.ops.length, base: kind === 'base' ? seq : c.baseSeq, createdAt: task.createdAt, key };
       }
       // An earlier write of ours, reported failed, had landed after all: it is seq `seq`.

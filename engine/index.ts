@@ -4,6 +4,8 @@ export type { EngineOptions, CheckpointOptions, CheckpointInfo } from './engine.
 export { restore, listCheckpoints } from './restorer.js';
 export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restorer.js';
 export type { Policy } from './policy.js';
+export { gc } from './retention.js';
+export type { Retention, GcReport } from './retention.js';
 export { DEFAULT_POLICY } from './policy.js';
 export type { UpdateMode } from './diff.js';
 export { StatefoldError, isStatefoldError } from './errors.js';

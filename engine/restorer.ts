@@ -4,7 +4,7 @@
  * onto the base in order.
  */
 import type { Store } from '../storage-adapters/store.js';
-import { StatefoldError } from './errors.js';
+import { StatefoldError, isStatefoldError } from './errors.js';
 import { DEFAULT_LIMITS, decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './frame.js';
 import { StreamKeys } from './keys.js';
 import { listLog, mapLimit, readFrame, tailKey, type LogListing, type Slot } from './log.js';
@@ -21,6 +21,12 @@ export interface RestoreOptions {
   maxPayloadBytes?: number;
   /** How many objects are read at once (default 16). */
   concurrency?: number;
+  /**
+   * When the checkpoint asked for (or one its chain needs) is damaged or missing, restore the
+   * newest intact checkpoint before it instead of rejecting CORRUPT, and report what was skipped
+   * in `skipped` and `damage`. Off by default: damage is an error.
+   */
+  skipDamaged?: boolean;
 }
 
 /** A restored checkpoint. */
@@ -33,6 +39,10 @@ export interface Restored<S = unknown> {
   kind: 'base' | 'delta';
   /** When the checkpoint was captured (ms since the epoch). */
   createdAt: number;
+  /** With `skipDamaged`: the seqs newer than `seq`, up to the one asked for, that were passed over (empty otherwise). */
+  skipped: number[];
+  /** With `skipDamaged`: the CORRUPT errors that made restore pass them over. */
+  damage: StatefoldError[];
 }
 
 /** One entry of `listCheckpoints`. */
@@ -63,8 +73,48 @@ export async function restore<S = unknown>(store: Store, stream: string, options
   if (options.seq !== undefined) assertSeq(options.seq, stream);
   const limits = limitsOf(options.maxPayloadBytes);
   const log = await listLog(store, keys, options.signal);
-  const view = await committedView(store, log, limits, options.signal);
-  return restoreFrom(store, view, options.seq, limits, options);
+  if (!options.skipDamaged) {
+    const view = await committedView(store, log, limits, options.signal);
+    return restoreFrom(store, view, options.seq, limits, options);
+  }
+  return restoreIntact<S>(store, log, options.seq, limits, options);
+}
+
+/** Restores the newest intact checkpoint at or before `seq`, passing over damaged ones. */
+async function restoreIntact<S>(store: Store, log: LogListing, seq: number | undefined, limits: FrameLimits, options: RestoreOptions): Promise<Restored<S>> {
+  const damage: StatefoldError[] = [];
+  let view: CommittedView;
+  try {
+    view = await committedView(store, log, limits, options.signal);
+  } catch (err) {
+    if (!isStatefoldError(err, 'CORRUPT')) throw err;
+    // The last slot cannot be read, so it cannot be told committed: pass it over.
+    damage.push(err);
+    const slots = log.slots.slice(0, -1);
+    view = { log, slots, tailSlot: undefined, tailFrame: undefined };
+  }
+  const newest = view.slots[view.slots.length - 1]?.seq ?? 0;
+  const asked = seq ?? Math.max(newest, log.slots[log.slots.length - 1]?.seq ?? 0);
+  let target = Math.min(seq ?? newest, newest);
+  const oldest = view.slots[0]?.seq ?? 1;
+  if (seq !== undefined && seq < oldest) return restoreFrom<S>(store, view, seq, limits, options);
+  while (target >= oldest && target > 0) {
+    try {
+      const restored = await restoreFrom<S>(store, view, target, limits, options);
+      const skipped: number[] = [];
+      for (let s = restored.seq + 1; s <= asked; s++) skipped.push(s);
+      return { ...restored, skipped, damage };
+    } catch (err) {
+      if (!isStatefoldError(err, 'CORRUPT') && !isStatefoldError(err, 'NOT_FOUND')) throw err;
+      if (isStatefoldError(err, 'NOT_FOUND') && err.seq === undefined) throw err;
+      damage.push(err);
+      // Everything from the damaged seq up depends on it (or is it): try just below.
+      const at = err.seq ?? target;
+      target = Math.min(target, at) - 1;
+    }
+  }
+  const stream = log.keys.stream;
+  throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)}: no intact checkpoint at or before seq ${asked} (${damage.length} damaged object(s): ${damage.map((d) => d.message).join('; ')})`, { stream, cause: damage[0] });
 }
 
 /** Lists the retained committed checkpoints of a stream, ascending by seq (empty for an unknown stream). */
@@ -176,6 +226,8 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
     meta: decodeMeta(last, { stream, key: lastKey, seq: target }),
     kind,
     createdAt: last.header.createdAt,
+    skipped: [],
+    damage: [],
   };
 }
 
