@@ -357,6 +357,12 @@ export class Capturer {
     return this.#capture(state, estimateSizes, true);
   }
 
+  /** A capture of the last captured tree, unchanged (no operations), for checkpoints that only carry effects. */
+  unchanged(): Capture {
+    if (!this.#hasTree) invalidState('$', 'no state yet (checkpoint a state before recording effects, or pass options.state)');
+    return { id: this.#nextId++, ops: [], tree: this.#tree, estimatedBytes: 0 };
+  }
+
   /** Estimates the encoded size of the change since the last capture, capturing nothing. */
   estimate(state: unknown): number {
     return this.#capture(state, true, false).estimatedBytes;

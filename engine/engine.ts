@@ -18,7 +18,20 @@ import { decodeFrame, encodeFrame, type Frame, type FrameHeader, type FrameKind,
 import { StreamKeys } from './keys.js';
 import { listLog, mapLimit, readFrame, tailKey } from './log.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
-import { committedView, limitsOf, restoreFrom } from './restorer.js';
+import { committedView, ledgerOfRestored, limitsOf, restoreFrom } from './restorer.js';
+import {
+  EMPTY_LEDGER,
+  assertToken,
+  expired,
+  ledgerEntries,
+  resolveEffectRetention,
+  storeRecord,
+  type EffectRecord,
+  type EffectRetention,
+  type Ledger,
+  type LedgerEntry,
+  type PendingPolicy,
+} from './effects.js';
 import { gc, resolveRetention, type GcReport, type Retention } from './retention.js';
 
 /** Options of `SnapshotEngine.open`. */
@@ -44,6 +57,20 @@ export interface EngineOptions {
    * kept checkpoint needs.
    */
   retention?: Retention;
+  /** What `effect()` does with a token found pending after a crash (default `'throw'`); see PendingPolicy. */
+  onPendingEffect?: PendingPolicy;
+  /** How long settled effect tokens are kept (defaults: 24 hours, 10,000 tokens). */
+  effectRetention?: EffectRetention;
+}
+
+/** Options of `effect`. */
+export interface EffectOptions<S = unknown, T = unknown> {
+  /** What to do if the token is found pending (overrides the engine's `onPendingEffect`). */
+  onPending?: PendingPolicy<T>;
+  /** A state to checkpoint together with the intent (default: the last checkpointed state, unchanged). */
+  state?: S;
+  /** Meta for the intent's checkpoint. */
+  meta?: unknown;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -74,6 +101,9 @@ interface Task {
   capture: Capture;
   meta: Uint8Array | undefined;
   createdAt: number;
+  /** The effect ledger as of this capture, and what changed in it since the previous capture. */
+  ledger: Ledger;
+  ledgerChanges: LedgerEntry[];
   resolve(info: CheckpointInfo): void;
   reject(err: unknown): void;
 }
@@ -121,6 +151,13 @@ export class SnapshotEngine<S = unknown> {
   readonly #retention: Retention | undefined;
   #gcRunning: Promise<GcReport> | undefined;
   #gcError: unknown;
+  // Effects: the ledger as of the last capture plus changes not yet captured.
+  #ledger: Ledger;
+  readonly #ledgerChanges = new Map<string, EffectRecord | null>();
+  readonly #effectsInFlight = new Map<string, Promise<unknown>>();
+  readonly #onPendingEffect: PendingPolicy;
+  readonly #effectRetention: Required<EffectRetention>;
+  #lastExpiry = 0;
 
   private constructor(init: {
     store: Store;
@@ -135,8 +172,14 @@ export class SnapshotEngine<S = unknown> {
     nextKey: string;
     capturer: Capturer;
     retention: Retention | undefined;
+    ledger: Ledger;
+    onPendingEffect: PendingPolicy;
+    effectRetention: Required<EffectRetention>;
   }) {
     this.#retention = init.retention;
+    this.#ledger = init.ledger;
+    this.#onPendingEffect = init.onPendingEffect;
+    this.#effectRetention = init.effectRetention;
     this.store = init.store;
     this.stream = init.keys.stream;
     this.#keys = init.keys;
@@ -169,6 +212,11 @@ export class SnapshotEngine<S = unknown> {
     }
     const limits = limitsOf(options.maxPayloadBytes);
     if (options.retention !== undefined) resolveRetention(options.retention);
+    const effectRetention = resolveEffectRetention(options.effectRetention);
+    const onPendingEffect = options.onPendingEffect ?? 'throw';
+    if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
+      throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`, { stream: keys.stream });
+    }
     const writer = randomBytes(16).toString('hex');
 
     for (let attempt = 0; attempt < MAX_OPEN_ATTEMPTS; attempt++) {
@@ -197,8 +245,10 @@ export class SnapshotEngine<S = unknown> {
       const capturer = new Capturer(updates);
       let committed: Committed = { seq: 0, crc: 0, tree: undefined, hasTree: true, baseSeq: 0, baseBytes: 0, deltaBytes: 0 };
       let meta: unknown;
+      let ledger: Ledger = EMPTY_LEDGER;
       if (view.slots.length > 0) {
         const restored = await restoreFrom<unknown>(store, view, undefined, limits);
+        ledger = ledgerOfRestored(restored);
         const chain = await chainSizes(store, keys, view, restored.seq, limits);
         capturer.seed(restored.state);
         committed = { seq: restored.seq, crc: chain.crc, tree: capturer.tree, hasTree: true, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
@@ -217,6 +267,9 @@ export class SnapshotEngine<S = unknown> {
         nextKey: keys.afterFence(fenceSeq, epoch),
         capturer,
         retention: options.retention,
+        ledger,
+        onPendingEffect,
+        effectRetention,
       });
     }
     throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_OPEN_ATTEMPTS} attempts (other engines keep opening or committing)`, { stream: keys.stream });
@@ -263,15 +316,7 @@ export class SnapshotEngine<S = unknown> {
       this.#assertOpen('checkpoint');
       const meta = this.#encodeMeta(options);
       const capture = this.#capturer.capture(state);
-      const promise = new Promise<CheckpointInfo>((resolve, reject) => {
-        task = { capture, meta, createdAt: Date.now(), resolve, reject };
-      });
-      this.#queue.push(task!);
-      this.#steps = 0;
-      this.#lastCheckpointAt = Date.now();
-      this.#stepState = undefined;
-      this.#kick();
-      return promise;
+      return this.#enqueue(capture, meta);
     } catch (err) {
       return Promise.reject(this.#wrapCaptureError(err));
     }
@@ -370,6 +415,157 @@ export class SnapshotEngine<S = unknown> {
     return encodeValue(snapshotValue(options.meta, 'meta'));
   }
 
+  #enqueue(capture: Capture, meta: Uint8Array | undefined): Promise<CheckpointInfo> {
+    this.#expireEffects();
+    const ledgerChanges: LedgerEntry[] = [];
+    if (this.#ledgerChanges.size > 0) {
+      const next = new Map(this.#ledger);
+      for (const [token, record] of this.#ledgerChanges) {
+        if (record === null) next.delete(token);
+        else next.set(token, record);
+        ledgerChanges.push([token, record === null ? null : storeRecord(record)]);
+      }
+      this.#ledger = next;
+      this.#ledgerChanges.clear();
+    }
+    let task: Task;
+    const promise = new Promise<CheckpointInfo>((resolve, reject) => {
+      task = { capture, meta, createdAt: Date.now(), ledger: this.#ledger, ledgerChanges, resolve, reject };
+    });
+    this.#queue.push(task!);
+    this.#steps = 0;
+    this.#lastCheckpointAt = Date.now();
+    this.#stepState = undefined;
+    this.#kick();
+    return promise;
+  }
+
+  /** The ledger as the next checkpoint will record it. */
+  #currentRecord(token: string): EffectRecord | undefined {
+    const changed = this.#ledgerChanges.get(token);
+    if (changed !== undefined) return changed ?? undefined;
+    return this.#ledger.get(token);
+  }
+
+  #expireEffects(): void {
+    const now = Date.now();
+    if (this.#ledger.size === 0 || now - this.#lastExpiry < 1000) return;
+    this.#lastExpiry = now;
+    for (const token of expired(this.#ledger, this.#effectRetention, now)) {
+      if (!this.#ledgerChanges.has(token)) this.#ledgerChanges.set(token, null);
+    }
+  }
+
+  /** Effect tokens found pending: their intent was recorded but not their outcome (a crash came between). */
+  pendingEffects(): EffectRecord[] {
+    const out: EffectRecord[] = [];
+    const tokens = new Set([...this.#ledger.keys(), ...this.#ledgerChanges.keys()]);
+    for (const token of tokens) {
+      const r = this.#currentRecord(token);
+      if (r?.status === 'pending') out.push(r);
+    }
+    return out;
+  }
+
+  /** The effect ledger: every token kept, with its status. */
+  get effects(): EffectRecord[] {
+    const tokens = new Set([...this.#ledger.keys(), ...this.#ledgerChanges.keys()]);
+    return [...tokens].map((t) => this.#currentRecord(t)).filter((r): r is EffectRecord => r !== undefined);
+  }
+
+  /**
+   * Runs `fn(token)` at most once per token per stream, as far as the store can know: the intent
+   * is committed before `fn` runs, the outcome after it settles. A token already `done` returns its
+   * recorded result without calling `fn`; one `failed` rejects with EFFECT_FAILED; one found
+   * `pending` (a crash between intent and outcome) follows `onPending`. Pass the token to the
+   * external service as its idempotency key: a request can succeed before its outcome is recorded.
+   */
+  effect<T>(token: string, fn: (token: string) => T | Promise<T>, options: EffectOptions<S, T> = {}): Promise<T> {
+    try {
+      this.#assertOpen('effect');
+      assertToken(token, this.stream);
+      if (typeof fn !== 'function') throw new StatefoldError('INVALID_ARGUMENT', `effect ${JSON.stringify(token)} on stream ${JSON.stringify(this.stream)}: fn must be a function`, { stream: this.stream });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const running = this.#effectsInFlight.get(token);
+    if (running) return running as Promise<T>;
+    const run = this.#runEffect(token, fn, options).finally(() => this.#effectsInFlight.delete(token));
+    this.#effectsInFlight.set(token, run);
+    return run;
+  }
+
+  async #runEffect<T>(token: string, fn: (token: string) => T | Promise<T>, options: EffectOptions<S, T>): Promise<T> {
+    const where = `effect ${JSON.stringify(token)} on stream ${JSON.stringify(this.stream)}`;
+    const record = this.#currentRecord(token);
+    if (record?.status === 'done') {
+      if (record.error) throw new StatefoldError('INVALID_STATE', `${where}: done, but its result was not recorded: ${record.error.message}`, { stream: this.stream });
+      return thaw(record.result) as T;
+    }
+    if (record?.status === 'failed') {
+      throw new StatefoldError('EFFECT_FAILED', `${where}: failed earlier (${record.error?.name ?? 'Error'}: ${record.error?.message ?? 'unknown'}); an effect runs at most once per token`, { stream: this.stream });
+    }
+    if (record?.status === 'pending') {
+      const policy = (options.onPending ?? this.#onPendingEffect) as PendingPolicy<T>;
+      if (policy === 'throw') {
+        throw new StatefoldError('EFFECT_PENDING', `${where}: pending since ${new Date(record.startedAt).toISOString()}: its intent was recorded but not its outcome (did the process crash while it ran?); choose onPending 'retry' or a reconcile function`, { stream: this.stream });
+      }
+      if (typeof policy === 'function') {
+        const result = await policy(token, record);
+        return this.#settle(token, record.startedAt, { ok: true, value: result }, where);
+      }
+      // 'retry': the intent is already durable; call fn again with the same token.
+    } else {
+      // A new token: make its intent durable before anything happens.
+      this.#ledgerChanges.set(token, { token, status: 'pending', startedAt: Date.now() });
+      try {
+        if (options.state !== undefined) {
+          await this.checkpoint(options.state, options.meta === undefined ? undefined : { meta: options.meta });
+        } else {
+          await this.#enqueue(this.#capturer.unchanged(), options.meta === undefined ? undefined : this.#encodeMeta({ meta: options.meta }));
+        }
+      } catch (err) {
+        // Not durable, fn not called: forget the intent so nothing claims it is pending.
+        if (this.#currentRecord(token)?.status === 'pending') this.#ledgerChanges.set(token, null);
+        throw err;
+      }
+    }
+    const startedAt = this.#currentRecord(token)?.startedAt ?? Date.now();
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await fn(token) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    return this.#settle(token, startedAt, outcome, where);
+  }
+
+  /** Records an effect's outcome and commits it; resolves its value or rethrows its error. */
+  async #settle<T>(token: string, startedAt: number, outcome: { ok: true; value: T } | { ok: false; error: unknown }, where: string): Promise<T> {
+    const settledAt = Date.now();
+    let record: EffectRecord;
+    let encodeError: StatefoldError | undefined;
+    if (outcome.ok) {
+      try {
+        const stored = outcome.value === undefined ? undefined : snapshotValue(outcome.value, 'result');
+        record = { token, status: 'done', startedAt, settledAt };
+        if (stored !== undefined) record.result = stored;
+      } catch (err) {
+        encodeError = new StatefoldError('INVALID_STATE', `${where}: ran, but its result cannot be recorded: ${(err as Error).message}`, { stream: this.stream, path: (err as StatefoldError).path, cause: err });
+        record = { token, status: 'done', startedAt, settledAt, error: { name: 'StatefoldError', code: 'INVALID_STATE', message: encodeError.message } };
+      }
+    } else {
+      const e = outcome.error as { name?: unknown; message?: unknown; code?: unknown } | undefined;
+      record = { token, status: 'failed', startedAt, settledAt, error: { name: typeof e?.name === 'string' ? e.name : 'Error', message: typeof e?.message === 'string' ? e.message : String(outcome.error) } };
+      if (typeof e?.code === 'string') record.error!.code = e.code;
+    }
+    this.#ledgerChanges.set(token, record);
+    await this.#enqueue(this.#capturer.unchanged(), undefined);
+    if (encodeError) throw encodeError;
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+
   #kick(): void {
     if (this.#draining) return;
     this.#draining = this.#drain().finally(() => {
@@ -410,6 +606,8 @@ export class SnapshotEngine<S = unknown> {
         const h: FrameHeader = { stream: this.stream, seq, epoch: this.epoch, writer: this.#writer, createdAt: task.createdAt, base: kind === 'base' ? seq : c.baseSeq };
         if (kind === 'delta') h.parent = c.crc;
         if (task.meta !== undefined) h.meta = task.meta;
+        const effects = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
+        if (effects.length > 0) h.effects = effects;
         return h;
       };
       let kind: FrameKind = this.#needBase || !c.hasTree || c.seq === 0 || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';

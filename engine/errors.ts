@@ -13,7 +13,11 @@ export type ErrorCode =
   /** The store failed (I/O error, network, throttling) after its retries. */
   | 'STORAGE'
   /** The engine was closed; it accepts no more calls. */
-  | 'CLOSED';
+  | 'CLOSED'
+  /** An effect token was found pending (intent recorded, outcome not) and the policy is 'throw'. */
+  | 'EFFECT_PENDING'
+  /** An effect token's recorded outcome is a failure; the effect is not run again. */
+  | 'EFFECT_FAILED';
 
 /** Details a StatefoldError may carry besides its message. */
 export interface StatefoldErrorDetails {

@@ -19,6 +19,7 @@ import { crc32 } from 'node:zlib';
 import lz4 from 'lz4';
 import { StatefoldError } from './errors.js';
 import { decodeValue, encodeValue } from './codec.js';
+import type { LedgerEntry } from './effects.js';
 
 export const MAGIC = 0x444c4653; // "SFLD" read as u32 LE
 export const FORMAT_VERSION = 1;
@@ -50,6 +51,8 @@ export interface FrameHeader {
   parent?: number;
   /** Caller's meta, encoded (msgpack bytes), absent when none was given. */
   meta?: Uint8Array;
+  /** Effect ledger: all of it in a base, what changed since seq - 1 in a delta. */
+  effects?: LedgerEntry[];
 }
 
 /** A frame read back and verified. */

@@ -10,6 +10,7 @@ import { StreamKeys } from './keys.js';
 import { listLog, mapLimit, readFrame, tailKey, type LogListing, type Slot } from './log.js';
 import { PatchMismatch, applyOps } from './patch.js';
 import type { Op } from './diff.js';
+import { EMPTY_LEDGER, applyEntries, type EffectRecord, type Ledger } from './effects.js';
 
 /** Options of `restore`. */
 export interface RestoreOptions {
@@ -39,6 +40,8 @@ export interface Restored<S = unknown> {
   kind: 'base' | 'delta';
   /** When the checkpoint was captured (ms since the epoch). */
   createdAt: number;
+  /** The effect ledger as of `seq`: every token with its status (see `engine.effect`). */
+  effects: EffectRecord[];
   /** With `skipDamaged`: the seqs newer than `seq`, up to the one asked for, that were passed over (empty otherwise). */
   skipped: number[];
   /** With `skipDamaged`: the CORRUPT errors that made restore pass them over. */
@@ -58,6 +61,8 @@ export interface CheckpointEntry {
   base: number;
   /** Writer epoch of the engine that committed it. */
   epoch: number;
+  /** Effect records this checkpoint wrote (intents and outcomes); a base lists the whole ledger. */
+  effects: EffectRecord[];
 }
 
 /** Options of `listCheckpoints`. */
@@ -136,6 +141,7 @@ export async function listCheckpoints(store: Store, stream: string, options: Lis
       meta: decodeMeta(frame, { stream, key, seq: slot.seq }),
       base: frame.header.base!,
       epoch: frame.header.epoch,
+      effects: [...applyLedger(frame, keys, slot.seq, key, EMPTY_LEDGER).values()],
     };
   });
 }
@@ -208,9 +214,11 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
   }
   const baseKey = tailKey(bySeq.get(baseSeq)!);
   let state = decodePayload(frames[0]!, { stream, key: baseKey, seq: baseSeq });
+  let ledger = applyLedger(frames[0]!, keys, baseSeq, baseKey, EMPTY_LEDGER);
   for (let i = 1; i < frames.length; i++) {
     const s = baseSeq + i;
     const key = tailKey(bySeq.get(s)!);
+    ledger = applyLedger(frames[i]!, keys, s, key, ledger);
     const ops = decodePayload(frames[i]!, { stream, key, seq: s });
     if (!Array.isArray(ops)) throw corrupt(stream, s, key, 'delta payload is not a list of operations');
     try {
@@ -220,15 +228,31 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
       throw err;
     }
   }
-  return {
+  const restored: Restored<S> = {
     state: state as S,
     seq: target,
     meta: decodeMeta(last, { stream, key: lastKey, seq: target }),
     kind,
     createdAt: last.header.createdAt,
+    effects: [...ledger.values()],
     skipped: [],
     damage: [],
   };
+  Object.defineProperty(restored, 'ledger', { value: ledger, enumerable: false });
+  return restored;
+}
+
+function applyLedger(frame: Frame, keys: StreamKeys, seq: number, key: string, ledger: Ledger): Ledger {
+  try {
+    return applyEntries(ledger, frame.header.effects);
+  } catch (err) {
+    throw corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
+  }
+}
+
+/** The ledger a restore folded, for the engine (not part of the public result type). */
+export function ledgerOfRestored(r: Restored<unknown>): Ledger {
+  return (r as Restored<unknown> & { ledger?: Ledger }).ledger ?? EMPTY_LEDGER;
 }
 
 function checkpointKind(frame: Frame, keys: StreamKeys, seq: number, key: string): 'base' | 'delta' {
