@@ -217,7 +217,8 @@ export class SnapshotEngine<S = unknown> {
     if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
       throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`, { stream: keys.stream });
     }
-    const writer = randomBytes(16).toString('hex');
+    // 64 random bits tell this engine's frames from any other's (epochs may tie while racing).
+    const writer = randomBytes(8).toString('hex');
 
     for (let attempt = 0; attempt < MAX_OPEN_ATTEMPTS; attempt++) {
       const log = await listLog(store, keys);

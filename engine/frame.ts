@@ -11,7 +11,8 @@
  *   8      4     header length H (u32 LE)
  *   12     4     payload length P, as stored (u32 LE)
  *   16     4     payload length uncompressed (u32 LE)
- *   20     H     header: msgpack map (stream, seq, epoch, writer, createdAt, base, parent, meta)
+ *   20     H     header: msgpack map, one-letter keys (see STORED_NAMES): stream, seq, epoch,
+ *                writer, createdAt, base, parent, meta, effects
  *   20+H   P     payload: msgpack of the base state or of the delta's operations
  *   20+H+P 4     CRC-32 of every byte before it (u32 LE)
  */
@@ -80,7 +81,7 @@ export const DEFAULT_LIMITS: FrameLimits = { maxPayloadBytes: 1 << 30 };
 
 /** Builds a frame: header, payload compressed with lz4 when that makes it smaller, checksum. */
 export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array): Uint8Array {
-  const head = encodeValue(header);
+  const head = encodeValue(toStoredHeader(header));
   let codec = CODEC_RAW;
   let payload = raw;
   if (raw.byteLength >= 64) {
@@ -152,7 +153,7 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   if (codec === CODEC_LZ4 && rawLength > payloadLength * 255 + 64) fail(`payload claims ${rawLength} bytes, more than ${payloadLength} compressed bytes can hold`);
   let header: FrameHeader;
   try {
-    header = decodeValue(buf.subarray(FIXED, FIXED + headLength)) as FrameHeader;
+    header = fromStoredHeader(decodeValue(buf.subarray(FIXED, FIXED + headLength)));
   } catch (err) {
     return fail(`unreadable header: ${(err as Error).message}`);
   }
@@ -203,6 +204,36 @@ export function decodeMeta(frame: Frame, origin: FrameOrigin): unknown {
   } catch (err) {
     throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable meta`, { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err });
   }
+}
+
+/**
+ * Header field names as stored: one letter each, since a delta of a small change is only a few
+ * hundred bytes and the header is paid on every one of them.
+ */
+const STORED_NAMES: [keyof FrameHeader, string][] = [
+  ['stream', 's'],
+  ['seq', 'q'],
+  ['epoch', 'e'],
+  ['writer', 'w'],
+  ['createdAt', 't'],
+  ['base', 'b'],
+  ['parent', 'p'],
+  ['meta', 'm'],
+  ['effects', 'x'],
+];
+
+function toStoredHeader(h: FrameHeader): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, short] of STORED_NAMES) if (h[name] !== undefined) out[short] = h[name];
+  return out;
+}
+
+function fromStoredHeader(raw: unknown): FrameHeader {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('header is not a map');
+  const stored = raw as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [name, short] of STORED_NAMES) if (stored[short] !== undefined) out[name] = stored[short];
+  return out as unknown as FrameHeader;
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
