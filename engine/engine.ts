@@ -569,10 +569,14 @@ export class SnapshotEngine<S = unknown> {
 
   #kick(): void {
     if (this.#draining) return;
-    this.#draining = this.#drain().finally(() => {
-      this.#draining = undefined;
-      if (this.#queue.length > 0) this.#kick();
-    });
+    // Encoding and writing start on a later turn of the event loop, never inside checkpoint():
+    // the caller's stall is the capture alone (Flink's synchronous/asynchronous split).
+    this.#draining = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#drain())
+      .finally(() => {
+        this.#draining = undefined;
+        if (this.#queue.length > 0) this.#kick();
+      });
   }
 
   async #idle(): Promise<void> {
