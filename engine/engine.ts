@@ -434,6 +434,8 @@ export class SnapshotEngine<S = unknown> {
       task = { capture, meta, createdAt: Date.now(), ledger: this.#ledger, ledgerChanges, resolve, reject };
     });
     this.#queue.push(task!);
+    // Leaf versions older than the oldest capture still to be encoded can be dropped.
+    this.#capturer.oldestUnencoded = this.#queue[0]!.capture.id;
     this.#steps = 0;
     this.#lastCheckpointAt = Date.now();
     this.#stepState = undefined;
@@ -586,7 +588,6 @@ export class SnapshotEngine<S = unknown> {
   async #drain(): Promise<void> {
     while (this.#queue.length > 0) {
       const task = this.#queue[0]!;
-      this.#capturer.oldestUnencoded = task.capture.id;
       try {
         if (this.#fenced) throw this.#fenced;
         task.resolve(await this.#commit(task));
@@ -597,8 +598,8 @@ export class SnapshotEngine<S = unknown> {
         task.reject(err);
       }
       this.#queue.shift();
+      this.#capturer.oldestUnencoded = this.#queue[0]?.capture.id ?? Infinity;
     }
-    this.#capturer.oldestUnencoded = Infinity;
   }
 
   /** Encodes and commits one task; retries on a later seq only when our own earlier write turns out to have landed. */
