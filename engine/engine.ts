@@ -359,7 +359,8 @@ export class SnapshotEngine<S = unknown> {
 
   /** Flushes (see flush), then closes the engine: later calls reject with CLOSED. */
   async close(): Promise<void> {
-    this.#assertOpen('close');
+    if (this.#closed) this.#assertOpen('close');
+    // A fenced engine closes too: it only waits for what is in flight (which will fail FENCED).
     try {
       if (this.#stepState && !this.#fenced) await this.flush();
       await this.#idle();

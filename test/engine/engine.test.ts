@@ -225,6 +225,24 @@ describe('engine: lifecycle and arguments', () => {
     await expect(engine.close()).rejects.toMatchObject({ code: 'CLOSED' });
   });
 
+  it('fences the first engine when a second opens the stream; the fenced one still closes', async () => {
+    const store = new MemoryStore();
+    const a = await SnapshotEngine.open({ store, stream: 'two' });
+    await a.checkpoint({ by: 'a', n: 1 });
+    const b = await SnapshotEngine.open({ store, stream: 'two' });
+    expect(b.epoch).toBeGreaterThan(a.epoch);
+    expect(b.state).toEqual({ by: 'a', n: 1 });
+    await expect(a.checkpoint({ by: 'a', n: 2 })).rejects.toMatchObject({ code: 'FENCED', stream: 'two' });
+    expect(a.fenced).toBe(true);
+    await expect(a.checkpoint({ by: 'a', n: 3 })).rejects.toMatchObject({ code: 'FENCED' });
+    await a.close();
+    await expect(a.checkpoint({ by: 'a', n: 4 })).rejects.toMatchObject({ code: 'CLOSED' });
+    expect((await b.checkpoint({ by: 'b', n: 2 })).seq).toBe(2);
+    await b.close();
+    expect((await listCheckpoints(store, 'two')).map((c) => c.seq)).toEqual([1, 2]);
+    expect((await restore(store, 'two')).state).toEqual({ by: 'b', n: 2 });
+  });
+
   it('waits for checkpoints in flight before close resolves', async () => {
     const store = new MemoryStore();
     const engine = await SnapshotEngine.open({ store, stream: 'w' });
