@@ -143,3 +143,37 @@ describe('damage: every object is verified when read', () => {
   });
 });
 
+
+describe('prototype pollution: no stored patch can reach a prototype', () => {
+  it('treats __proto__ and constructor.prototype in delta paths as data or as damage, never as prototypes', async () => {
+    // Forge deltas as a malicious writer with the format would: internal encoder, valid checksums.
+    const { encodeFrame } = await import('../../dist/engine/frame.js');
+    const { encodeValue } = await import('../../dist/engine/codec.js');
+    const attacks: unknown[][] = [
+      [[0, '/__proto__/polluted', 'yes']],
+      [[0, '/constructor/prototype/polluted', 'yes']],
+      [[2, '/__proto__', { polluted: 'yes' }]],
+      [[0, '/a/__proto__/polluted', 'yes']],
+    ];
+    for (const ops of attacks) {
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open({ store, stream: 'pp', policy: { maxDeltaRatio: Infinity } });
+      const base = await engine.checkpoint({ a: {} });
+      await engine.close();
+      const baseFrame = (await store.get(base.key))!;
+      const crc = Buffer.from(baseFrame).readUInt32LE(baseFrame.byteLength - 4);
+      const header = { stream: 'pp', seq: 2, epoch: 9, writer: 'ffffffffffffffff', createdAt: Date.now(), base: 1, parent: crc };
+      const keys = await store.list('');
+      const key2 = keys[0]!.replace(/log\/.*/, 'log/0000000000000002');
+      await store.putIfAbsent(key2, encodeFrame('delta', header, encodeValue(ops)));
+      const outcome = await restore(store, 'pp').then(
+        (r) => r.state as Record<string, unknown>,
+        (e: unknown) => e,
+      );
+      if (outcome instanceof StatefoldError) expect(outcome.code).toBe('CORRUPT');
+      else expect(Object.getPrototypeOf(outcome)).toBe(Object.prototype);
+      expect(({} as Record<string, unknown>).polluted, JSON.stringify(ops)).toBeUndefined();
+      expect((Object.prototype as Record<string, unknown>).polluted).toBeUndefined();
+    }
+  });
+});
