@@ -12,19 +12,20 @@
 # Environment: STATEFOLD_RGW_STATE (pointer file, default /tmp/statefold-rgw.state),
 #              STATEFOLD_RGW_TIMEOUT (seconds start waits for each daemon, default 120),
 #              STATEFOLD_S3_BUCKET (bucket to create, default statefold-test).
-set -euo pipefail
+set -Eeuo pipefail
 
 STATE_FILE="${STATEFOLD_RGW_STATE:-/tmp/statefold-rgw.state}"
 WAIT_SECONDS="${STATEFOLD_RGW_TIMEOUT:-120}"
 BUCKET="${STATEFOLD_S3_BUCKET:-statefold-test}"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
-log() { printf 'rgw.sh: %s\n' "$*" >&2; }
+log() { printf 'rgw.sh [%2ds]: %s\n' "$SECONDS" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 cmd_install() {
   if command -v ceph-mon >/dev/null && command -v ceph-osd >/dev/null && command -v radosgw >/dev/null \
-    && command -v radosgw-admin >/dev/null && command -v ceph >/dev/null && command -v monmaptool >/dev/null; then
+    && command -v radosgw-admin >/dev/null && command -v ceph >/dev/null && command -v monmaptool >/dev/null \
+    && command -v curl >/dev/null && command -v ss >/dev/null; then
     log "ceph-mon, ceph-osd and radosgw are already installed"
     return 0
   fi
@@ -34,7 +35,7 @@ cmd_install() {
   log "apt-get update && apt-get install ceph-mon ceph-osd radosgw (output in $apt_log)"
   # --no-install-recommends keeps it to what the daemons need; without systemd no service is started.
   if ! { timeout 300 apt-get update -qq && timeout 900 apt-get install -y -qq --no-install-recommends \
-    ceph-mon ceph-osd radosgw ceph-common; } >"$apt_log" 2>&1; then
+    ceph-mon ceph-osd radosgw ceph-common curl iproute2; } >"$apt_log" 2>&1; then
     tail -n 30 "$apt_log" >&2
     die "apt-get failed (see $apt_log)"
   fi
@@ -148,7 +149,7 @@ log to stderr = false
 err to stderr = false
 
 [client.rgw.a]
-rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT tcp_nodelay=1
 rgw data = $DIR/rgw
 rgw enable usage log = false
 rgw dns name = 127.0.0.1
@@ -178,7 +179,7 @@ CONF
   local access secret
   access=$(head -c 10 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr 'a-f' 'A-F')
   secret=$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  timeout 60 radosgw-admin -c "$DIR/ceph.conf" -n client.rgw.a user create --uid statefold --display-name statefold \
+  timeout 60 radosgw-admin -c "$DIR/ceph.conf" user create --uid statefold --display-name statefold \
     --access-key "SF$access" --secret-key "$secret" >>"$DIR/log/setup.log" 2>&1
   cat >"$DIR/env" <<ENV
 export STATEFOLD_S3_ENDPOINT=http://127.0.0.1:$RGW_PORT
@@ -213,7 +214,7 @@ create_bucket() {
     # shellcheck disable=SC1091
     source "$DIR/env"
     cd "$REPO_ROOT"
-    timeout 60 node --input-type=module -e '
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true timeout 60 node --input-type=module -e '
       import { S3Client, CreateBucketCommand } from "@aws-sdk/client-s3";
       const env = process.env;
       const client = new S3Client({
