@@ -667,19 +667,26 @@ export class SnapshotEngine<S = unknown> {
    * there, and throws FENCED when another engine's frame is there.
    */
   async #write(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
-    let created: boolean;
-    try {
-      created = await this.store.putIfAbsent(key, frame);
-    } catch (err) {
-      // The write may have landed before the error: look before reporting failure.
-      const there = await this.store.get(key).catch(() => undefined);
-      if (there !== undefined && Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0) return 'ours';
-      throw wrapStorage(err, this.stream, seq, key, 'commit');
-    }
-    if (created) return 'ours';
-    const there = await this.store.get(key);
-    if (there === undefined) {
-      throw new StatefoldError('STORAGE', `commit stream ${JSON.stringify(this.stream)} seq ${seq} (${key}): the store reported the key exists but it cannot be read`, { stream: this.stream, seq, key });
+    let there: Uint8Array | undefined;
+    for (let attempt = 0; ; attempt++) {
+      let created: boolean;
+      try {
+        created = await this.store.putIfAbsent(key, frame);
+      } catch (err) {
+        // The write may have landed before the error: look before reporting failure.
+        const landed = await this.store.get(key).catch(() => undefined);
+        if (landed !== undefined && Buffer.compare(Buffer.from(landed), Buffer.from(frame)) === 0) return 'ours';
+        throw wrapStorage(err, this.stream, seq, key, 'commit');
+      }
+      if (created) return 'ours';
+      there = await this.store.get(key);
+      if (there !== undefined) break;
+      // "Exists" yet nothing to read: a conditional write that lost a race to a write that then
+      // failed (S3's 409 ConditionalRequestConflict). The key may be free again: try again.
+      if (attempt >= 4) {
+        throw new StatefoldError('STORAGE', `commit stream ${JSON.stringify(this.stream)} seq ${seq} (${key}): the store keeps reporting the key exists but it cannot be read`, { stream: this.stream, seq, key });
+      }
+      await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
     }
     if (Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0) return 'ours';
     const other = decodeFrame(there, { stream: this.stream, key, seq }, this.#limits);
@@ -700,6 +707,8 @@ async function createOrRecognise(store: Store, key: string, frame: Uint8Array, s
     const there = await store.get(key).catch(() => undefined);
     if (there === undefined) throw wrapStorage(err, stream, seq, key, 'open');
   }
+  // Ours (an earlier try landed), or another engine's; nothing there means a lost race to a
+  // failed write (S3's 409): the caller lists again and retries.
   const there = await store.get(key);
   return there !== undefined && Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0;
 }

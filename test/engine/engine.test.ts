@@ -243,6 +243,24 @@ describe('engine: lifecycle and arguments', () => {
     expect((await restore(store, 'two')).state).toEqual({ by: 'b', n: 2 });
   });
 
+  it('retries a commit whose key was reported taken but holds nothing (S3 409 ConditionalRequestConflict)', async () => {
+    const inner = new MemoryStore();
+    let phantoms = 2;
+    // A conditional write that lost a race to a write that then failed: "exists", yet nothing is there.
+    const store = Object.assign(Object.create(inner) as MemoryStore, {
+      putIfAbsent: async (key: string, body: Uint8Array) => (key.endsWith('log/0000000000000002') && phantoms-- > 0 ? false : inner.putIfAbsent(key, body)),
+      get: (key: string) => inner.get(key),
+      list: (prefix: string, o?: { startAfter?: string }) => inner.list(prefix, o),
+      delete: (key: string) => inner.delete(key),
+    });
+    const engine = await SnapshotEngine.open({ store, stream: 'phantom' });
+    await engine.checkpoint({ n: 1 });
+    expect((await engine.checkpoint({ n: 2 })).seq).toBe(2);
+    expect(phantoms).toBeLessThan(0);
+    await engine.close();
+    expect((await restore(inner, 'phantom')).state).toEqual({ n: 2 });
+  });
+
   it('waits for checkpoints in flight before close resolves', async () => {
     const store = new MemoryStore();
     const engine = await SnapshotEngine.open({ store, stream: 'w' });
