@@ -12,9 +12,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError, describeCause, isStatefoldError } from './errors.js';
-import { Capturer, snapshotValue, thaw, type Capture, type UpdateMode } from './diff.js';
+import { Capturer, snapshotValue, thaw, type Capture, type Op, type UpdateMode } from './diff.js';
 import { decodeValue, encodeValue } from './codec.js';
-import { decodeFrame, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
+import { decodeFrame, decodeMeta, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
+import { applyOps } from './patch.js';
 import { StreamKeys } from './keys.js';
 import { listLog, mapLimit, readFrame, tailKey } from './log.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
@@ -646,16 +647,20 @@ export class SnapshotEngine<S = unknown> {
         return { seq, kind, bytes: frame.byteLength, ops: task.capture.ops.length, base: kind === 'base' ? seq : c.baseSeq, createdAt: task.createdAt, key };
       }
       // An earlier write of ours, reported failed, had landed after all: it is seq `seq`.
+      // Rebuild its state from the frame, so that engine.state and engine.seq stay one checkpoint.
       const landed = outcome;
-      this.#committed = {
-        seq,
-        crc: landed.crc,
-        tree: undefined,
-        hasTree: false,
-        baseSeq: landed.header.base!,
-        baseBytes: 0,
-        deltaBytes: 0,
-      };
+      const origin = { stream: this.stream, key, seq };
+      let tree: unknown;
+      let hasTree = false;
+      if (landed.kind === 'base') {
+        tree = decodePayload(landed, origin);
+        hasTree = true;
+      } else if (c.hasTree && landed.header.parent === c.crc) {
+        tree = applyOps(thaw(c.tree), decodePayload(landed, origin) as Op[]);
+        hasTree = true;
+      }
+      this.#committed = { seq, crc: landed.crc, tree, hasTree, baseSeq: landed.header.base!, baseBytes: 0, deltaBytes: 0 };
+      this.#meta = decodeMeta(landed, origin);
       this.#nextKey = this.#keys.slot(seq + 1);
       this.#needBase = true;
     }
