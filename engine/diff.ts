@@ -503,7 +503,8 @@ export class Capturer {
   }
 
   #diffImmutable(prev: unknown, next: unknown, walk: Walk, id: number, pending: LeafUpdate[]): void {
-    if (prev === next) {
+    // Object.is, not ===: a change between 0 and -0 is a change.
+    if (Object.is(prev, next)) {
       if (typeof next === 'object' && next !== null) this.#checkLeaves(next, walk, id, pending);
       return;
     }
@@ -564,9 +565,9 @@ export class Capturer {
     // Unchanged references at both ends cost nothing; only the middle is compared by position.
     const max = Math.min(prev.length, next.length);
     let pre = 0;
-    while (pre < max && prev[pre] === next[pre]) pre++;
+    while (pre < max && Object.is(prev[pre], next[pre])) pre++;
     let suf = 0;
-    while (suf < max - pre && prev[prev.length - 1 - suf] === next[next.length - 1 - suf]) suf++;
+    while (suf < max - pre && Object.is(prev[prev.length - 1 - suf], next[next.length - 1 - suf])) suf++;
     for (let i = 0; i < pre; i++) this.#leavesAt(next[i], i, walk, id, pending);
     const prevMid = prev.length - pre - suf;
     const nextMid = next.length - pre - suf;

@@ -159,6 +159,8 @@ export class SnapshotEngine<S = unknown> {
   readonly #onPendingEffect: PendingPolicy;
   readonly #effectRetention: Required<EffectRetention>;
   #lastExpiry = 0;
+  /** The key of a write whose outcome is unknown (it may yet land, or have landed). */
+  #uncertainKey: string | undefined;
 
   private constructor(init: {
     store: Store;
@@ -671,6 +673,22 @@ export class SnapshotEngine<S = unknown> {
    * whose answer was lost), the landed frame when an earlier failed write of this engine is
    * there, and throws FENCED when another engine's frame is there.
    */
+  /**
+   * After creating a key that an earlier write of ours may have landed on: if that write landed,
+   * the stream moved on past it and retention deleted it, this create succeeded on a freed key of
+   * deleted history. Newer seqs (or a retention floor above ours) tell; then we are stale: take
+   * the object back and fail FENCED. Only ever runs after an unknown outcome, so it costs a list
+   * on that rare path alone.
+   */
+  async #checkNotStale(key: string, seq: number): Promise<void> {
+    const later = await this.store.list(this.#keys.log, { startAfter: key });
+    const newer = later.some((k) => (this.#keys.parse(k)?.seq ?? 0) > seq);
+    const floors = newer ? [] : await this.store.list(this.#keys.floors);
+    if (!newer && !floors.some((k) => (this.#keys.parseFloor(k) ?? 0) > seq)) return;
+    await this.store.delete(key).catch(() => undefined);
+    throw new StatefoldError('FENCED', `commit stream ${JSON.stringify(this.stream)} seq ${seq} (${key}): the stream has moved past this engine (newer seqs exist, and this seq's earlier copy was deleted by retention); this engine may no longer write`, { stream: this.stream, seq, key });
+  }
+
   async #write(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
     let there: Uint8Array | undefined;
     for (let attempt = 0; ; attempt++) {
@@ -681,9 +699,15 @@ export class SnapshotEngine<S = unknown> {
         // The write may have landed before the error: look before reporting failure.
         const landed = await this.store.get(key).catch(() => undefined);
         if (landed !== undefined && Buffer.compare(Buffer.from(landed), Buffer.from(frame)) === 0) return 'ours';
+        // It may still land (a request that timed out), or have landed and later be deleted.
+        this.#uncertainKey = key;
         throw wrapStorage(err, this.stream, seq, key, 'commit');
       }
-      if (created) return 'ours';
+      if (created) {
+        if (this.#uncertainKey === key) await this.#checkNotStale(key, seq);
+        this.#uncertainKey = undefined;
+        return 'ours';
+      }
       there = await this.store.get(key);
       if (there !== undefined) break;
       // "Exists" yet nothing to read: a conditional write that lost a race to a write that then

@@ -71,6 +71,25 @@ export class StreamKeys {
     return `${this.log}${hex16(seq)}.${hex16(epoch)}`;
   }
 
+  /** Prefix of the stream's retention floors (see engine/retention.ts). */
+  get floors(): string {
+    return `${this.root}gc/`;
+  }
+
+  /** The key that records that every seq below `seq` is deleted: `<stream>/gc/<seq as 16 hex>`. */
+  floor(seq: number): string {
+    return `${this.floors}${hex16(seq)}`;
+  }
+
+  /** Parses a floor key into its seq. */
+  parseFloor(key: string): number | undefined {
+    if (!key.startsWith(this.floors)) return undefined;
+    const name = key.slice(this.floors.length);
+    if (!/^[0-9a-f]{16}$/.test(name)) return undefined;
+    const seq = parseInt(name, 16);
+    return Number.isSafeInteger(seq) && seq >= 1 ? seq : undefined;
+  }
+
   /** Parses a log key into its seq and, for a key that follows a fence, that fence's epoch. */
   parse(key: string): { seq: number; afterEpoch: number } | undefined {
     if (!key.startsWith(this.log)) return undefined;

@@ -22,22 +22,42 @@ export interface Slot {
 /** The listed log of a stream. */
 export interface LogListing {
   keys: StreamKeys;
-  /** Slots in ascending seq order. */
+  /** Slots at or above the retention floor, in ascending seq order. */
   slots: Slot[];
+  /** Every seq below this was deleted by retention (1 when nothing was). */
+  floor: number;
+  /** Keys of every floor recorded, ascending (the last one is `floor`). */
+  floorKeys: string[];
+  /** What is left of the slots below the floor: the fences kept, and leftovers of an interrupted gc. */
+  below: Slot[];
 }
 
-/** Lists the log of `stream` (or of the stream `keys` names). */
+/**
+ * Lists the log of a stream. Slots below the retention floor are set apart: retention has
+ * deleted them, or is deleting them, and keeps their fences (see engine/retention.ts).
+ */
 export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<LogListing> {
-  const listed = await store.list(keys.log, signal ? { signal } : undefined);
-  const slots: Slot[] = [];
+  const listed = await store.list(keys.root, signal ? { signal } : undefined);
+  const all: Slot[] = [];
+  const floorKeys: string[] = [];
+  let floor = 1;
   for (const key of listed) {
     const parsed = keys.parse(key);
-    if (parsed === undefined) continue; // not a log key (a future extension): ignore
-    const last = slots[slots.length - 1];
+    if (parsed === undefined) {
+      const f = keys.parseFloor(key);
+      if (f !== undefined) {
+        floorKeys.push(key);
+        floor = Math.max(floor, f);
+      }
+      continue; // neither: a future extension, ignored
+    }
+    const last = all[all.length - 1];
     if (last !== undefined && last.seq === parsed.seq) last.keys.push(key);
-    else slots.push({ seq: parsed.seq, keys: [key] });
+    else all.push({ seq: parsed.seq, keys: [key] });
   }
-  return { keys, slots };
+  const at = all.findIndex((s) => s.seq >= floor);
+  const split = at < 0 ? all.length : at;
+  return { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split) };
 }
 
 /** The key that decides a slot: its last. */
@@ -45,11 +65,21 @@ export function tailKey(slot: Slot): string {
   return slot.keys[slot.keys.length - 1]!;
 }
 
+/** Marks a NOT_FOUND thrown because a listed object was deleted between the listing and the read. */
+export const VANISHED = Symbol('statefold.vanished');
+
+/** True when `err` says a listed object was deleted before it could be read (list again). */
+export function vanished(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[VANISHED] === true;
+}
+
 /** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
 export async function readFrame(store: Store, keys: StreamKeys, seq: number, key: string, limits: FrameLimits, signal?: AbortSignal): Promise<Frame> {
   const bytes = await store.get(key, signal ? { signal } : undefined);
   if (bytes === undefined) {
-    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`, { stream: keys.stream, seq, key });
+    const err = new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`, { stream: keys.stream, seq, key });
+    Object.defineProperty(err, VANISHED, { value: true });
+    throw err;
   }
   return decodeFrame(bytes, { stream: keys.stream, key, seq }, limits);
 }

@@ -7,7 +7,7 @@ import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError, isStatefoldError } from './errors.js';
 import { DEFAULT_LIMITS, decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './frame.js';
 import { StreamKeys } from './keys.js';
-import { listLog, mapLimit, readFrame, tailKey, type LogListing, type Slot } from './log.js';
+import { listLog, mapLimit, readFrame, tailKey, vanished, type LogListing, type Slot } from './log.js';
 import { PatchMismatch, applyOps } from './patch.js';
 import type { Op } from './diff.js';
 import { EMPTY_LEDGER, applyEntries, type EffectRecord, type Ledger } from './effects.js';
@@ -77,12 +77,35 @@ export async function restore<S = unknown>(store: Store, stream: string, options
   const keys = new StreamKeys(stream);
   if (options.seq !== undefined) assertSeq(options.seq, stream);
   const limits = limitsOf(options.maxPayloadBytes);
-  const log = await listLog(store, keys, options.signal);
-  if (!options.skipDamaged) {
-    const view = await committedView(store, log, limits, options.signal);
-    return restoreFrom(store, view, options.seq, limits, options);
+  return relistOnVanish(async () => {
+    const log = await listLog(store, keys, options.signal);
+    if (!options.skipDamaged) {
+      const view = await committedView(store, log, limits, options.signal);
+      return restoreFrom<S>(store, view, options.seq, limits, options);
+    }
+    return restoreIntact<S>(store, log, options.seq, limits, options);
+  });
+}
+
+/**
+ * Runs a read that lists the log first, again from a new listing when an object it listed was
+ * deleted before it could be read: a writer's retention deletes behind a newer base, which the
+ * new listing shows. Bounded; the last attempt's error stands.
+ */
+async function relistOnVanish<T>(read: () => Promise<T>): Promise<T> {
+  const attempts = 10;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!vanished(err)) throw err;
+      if (attempt >= attempts) {
+        // Not NOT_FOUND: the stream exists, and a caller must not take it for a new one.
+        const e = err as StatefoldError;
+        throw new StatefoldError('STORAGE', `${e.message}; retention deleted what ${attempts} listings in a row named before it could be read: the stream is trimmed faster than it can be read (keep more history, or retry)`, { stream: e.stream, seq: e.seq, key: e.key, cause: err });
+      }
+    }
   }
-  return restoreIntact<S>(store, log, options.seq, limits, options);
 }
 
 /** Restores the newest intact checkpoint at or before `seq`, passing over damaged ones. */
@@ -110,7 +133,7 @@ async function restoreIntact<S>(store: Store, log: LogListing, seq: number | und
       for (let s = restored.seq + 1; s <= asked; s++) skipped.push(s);
       return { ...restored, skipped, damage };
     } catch (err) {
-      if (!isStatefoldError(err, 'CORRUPT') && !isStatefoldError(err, 'NOT_FOUND')) throw err;
+      if (vanished(err) || (!isStatefoldError(err, 'CORRUPT') && !isStatefoldError(err, 'NOT_FOUND'))) throw err;
       if (isStatefoldError(err, 'NOT_FOUND') && err.seq === undefined) throw err;
       damage.push(err);
       // Everything from the damaged seq up depends on it (or is it): try just below.
@@ -126,6 +149,11 @@ async function restoreIntact<S>(store: Store, log: LogListing, seq: number | und
 export async function listCheckpoints(store: Store, stream: string, options: ListCheckpointsOptions = {}): Promise<CheckpointEntry[]> {
   const keys = new StreamKeys(stream);
   const limits = limitsOf(options.maxPayloadBytes);
+  return relistOnVanish(() => listFrom(store, keys, limits, options));
+}
+
+async function listFrom(store: Store, keys: StreamKeys, limits: FrameLimits, options: ListCheckpointsOptions): Promise<CheckpointEntry[]> {
+  const stream = keys.stream;
   const log = await listLog(store, keys, options.signal);
   const view = await committedView(store, log, limits, options.signal);
   const slots = view.slots;
@@ -191,6 +219,9 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
     if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
     return readFrame(store, keys, s, tailKey(slot), limits, options.signal);
   };
+  if (!bySeq.has(target)) {
+    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)} seq ${target}: not in the log (removed by retention)`, { stream, seq: target });
+  }
   const last = await frameAt(target);
   const lastKey = tailKey(bySeq.get(target)!);
   const kind = checkpointKind(last, keys, target, lastKey);

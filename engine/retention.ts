@@ -15,7 +15,16 @@ export interface Retention {
   keepLast?: number;
   /** Keep every checkpoint captured less than this many milliseconds ago. */
   keepForMs?: number;
+  /**
+   * Grace for readers: never delete a checkpoint that was the newest one less than this many
+   * milliseconds ago, so that a restore that listed the stream then can still read its chain.
+   * Default 30,000 (30 s); 0 turns it off.
+   */
+  minAgeMs?: number;
 }
+
+/** Default grace for readers, in milliseconds. */
+export const DEFAULT_MIN_AGE_MS = 30_000;
 
 /** What `gc` did. */
 export interface GcReport {
@@ -40,17 +49,24 @@ export function resolveRetention(r: Retention): Required<Retention> {
   if (keepLast === undefined && keepForMs === undefined) {
     throw new StatefoldError('INVALID_ARGUMENT', 'retention: give keepLast, keepForMs or both');
   }
-  return { keepLast: keepLast ?? 1, keepForMs: keepForMs ?? 0 };
+  const minAgeMs = r.minAgeMs ?? DEFAULT_MIN_AGE_MS;
+  if (typeof minAgeMs !== 'number' || !(minAgeMs >= 0)) {
+    throw new StatefoldError('INVALID_ARGUMENT', `retention.minAgeMs: ${String(r.minAgeMs)} is not a non-negative number`);
+  }
+  return { keepLast: keepLast ?? 1, keepForMs: keepForMs ?? 0, minAgeMs };
 }
 
 /**
  * Deletes the checkpoints of `stream` that the retention does not keep, and only those before
- * the base of the oldest kept one, oldest first (a crash midway leaves a restorable suffix).
+ * the base of the oldest kept one. It first records a floor (`<stream>/gc/<seq>`): readers treat
+ * every seq below it as deleted, so an interrupted gc leaves no listed seq that cannot be
+ * restored. Fence objects are kept (they are tiny, one per open), so that an engine fenced long
+ * ago still finds its next key taken and fails FENCED rather than committing into deleted history.
  * Safe while a writer is active: writers only add seqs past the newest.
  */
 export async function gc(store: Store, stream: string, retention: Retention, options: { signal?: AbortSignal; limits?: FrameLimits; now?: number } = {}): Promise<GcReport> {
   const keys = new StreamKeys(stream);
-  const { keepLast, keepForMs } = resolveRetention(retention);
+  const { keepLast, keepForMs, minAgeMs } = resolveRetention(retention);
   const limits = options.limits ?? DEFAULT_LIMITS;
   const log = await listLog(store, keys, options.signal);
   const view = await committedView(store, log, limits, options.signal);
@@ -71,20 +87,47 @@ export async function gc(store: Store, stream: string, retention: Retention, opt
       i--;
     }
   }
+  if (minAgeMs > 0) {
+    // Every checkpoint that was the newest within the grace: those younger than it, and the one
+    // that was newest when the grace began.
+    let i = slots.findIndex((s) => s.seq === keepFrom) - 1;
+    while (i >= 0 && now - (await read(i + 1)).header.createdAt < minAgeMs) {
+      keepFrom = slots[i]!.seq;
+      i--;
+    }
+  }
   // Keep the base of the oldest kept checkpoint, so that it still restores.
   const first = await read(slots.findIndex((s) => s.seq === keepFrom));
   const cut = Math.min(keepFrom, first.header.base ?? keepFrom);
-  const deleted: number[] = [];
+  const signalOpt = options.signal ? { signal: options.signal } : undefined;
+  // First the floor: from the moment it exists, readers treat every seq below it as deleted, so
+  // an interrupted gc never leaves a listed seq that cannot be restored.
+  const floor = Math.max(cut, log.floor);
+  if (cut > log.floor) await store.putIfAbsent(keys.floor(cut), new Uint8Array(0), signalOpt);
+  // Fences stay: in a slot every key but the last is a fence, and a fence is the key that the
+  // engine it fenced would write next; deleting it would let that engine, if it still runs,
+  // commit. So only each slot's last key, its checkpoint, is deleted.
   let deletedKeys = 0;
-  for (const slot of slots) {
-    if (slot.seq >= cut) break;
-    // Within a slot the checkpoint is the last key: deleting in order, a crash midway leaves it
-    // (still a committed seq), never a fence standing alone before later seqs.
-    for (const key of slot.keys) {
-      await store.delete(key, options.signal ? { signal: options.signal } : undefined);
-      deletedKeys++;
-    }
-    deleted.push(slot.seq);
+  const deleted: number[] = [];
+  for (const slot of slots.filter((s) => s.seq < floor).reverse()) {
+    await store.delete(tailKey(slot), signalOpt);
+    deletedKeys++;
+    deleted.unshift(slot.seq);
   }
-  return { deleted, deletedKeys, oldestRetained: cut };
+  // An earlier gc interrupted after its floor: its older floor key is still there, and slots
+  // between the two floors may keep a checkpoint (or only their fences): read to tell.
+  const floors = log.floorKeys.map((k) => keys.parseFloor(k)!).sort((a, b) => a - b);
+  if (floors.length >= 2) {
+    for (const slot of log.below.filter((s) => s.seq >= floors[0]!)) {
+      const key = tailKey(slot);
+      const frame = await readFrame(store, keys, slot.seq, key, limits, options.signal).catch(() => undefined);
+      if (frame !== undefined && frame.kind !== 'fence') {
+        await store.delete(key, signalOpt);
+        deletedKeys++;
+      }
+    }
+  }
+  // The floor just written supersedes the older ones.
+  for (const key of log.floorKeys) if (key !== keys.floor(floor)) await store.delete(key, signalOpt);
+  return { deleted, deletedKeys, oldestRetained: floor };
 }

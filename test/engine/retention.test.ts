@@ -20,7 +20,7 @@ describe('retention: gc deletes only behind a retained base', () => {
     const store = new MemoryStore();
     const states = await stream(store, 20, 4);
     // Bases at 1, 5, 9, 13, 17. The last 6 are 15..20; 15 needs base 13.
-    const report = await gc(store, 'ret', { keepLast: 6 });
+    const report = await gc(store, 'ret', { keepLast: 6, minAgeMs: 0 });
     expect(report.oldestRetained).toBe(13);
     expect(report.deleted).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     const list = await listCheckpoints(store, 'ret');
@@ -28,7 +28,7 @@ describe('retention: gc deletes only behind a retained base', () => {
     for (const c of list) expect((await restore(store, 'ret', { seq: c.seq })).state).toEqual(states.get(c.seq));
     await expect(restore(store, 'ret', { seq: 12 })).rejects.toMatchObject({ code: 'NOT_FOUND', seq: 12, message: expect.stringContaining('removed by retention') });
     // Running it again deletes nothing more.
-    expect((await gc(store, 'ret', { keepLast: 6 })).deleted).toEqual([]);
+    expect((await gc(store, 'ret', { keepLast: 6, minAgeMs: 0 })).deleted).toEqual([]);
   });
 
   it('keeps checkpoints younger than keepForMs, and by count those older', async () => {
@@ -37,16 +37,16 @@ describe('retention: gc deletes only behind a retained base', () => {
     const list = await listCheckpoints(store, 'ret');
     const newest = list[list.length - 1]!.createdAt;
     // Everything was captured within the last hour: nothing goes.
-    expect((await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000 }, { now: newest + 1000 })).deleted).toEqual([]);
+    expect((await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 }, { now: newest + 1000 })).deleted).toEqual([]);
     // A day later, only keepLast holds: seq 10 is a base (bases at 1, 4, 7, 10), so 1..9 go.
-    const report = await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000 }, { now: newest + 86_400_000 });
+    const report = await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 }, { now: newest + 86_400_000 });
     expect(report).toMatchObject({ oldestRetained: 10, deleted: [1, 2, 3, 4, 5, 6, 7, 8, 9] });
     expect((await restore(store, 'ret')).seq).toBe(10);
   });
 
   it('runs in the background after each base when the engine has a retention, while writing', async () => {
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store, stream: 'auto', retention: { keepLast: 3 }, policy: { baseEvery: 5, maxDeltaRatio: Infinity } });
+    const engine = await SnapshotEngine.open({ store, stream: 'auto', retention: { keepLast: 3, minAgeMs: 0 }, policy: { baseEvery: 5, maxDeltaRatio: Infinity } });
     const state = { n: 0 };
     for (let i = 1; i <= 40; i++) {
       state.n = i;
@@ -64,6 +64,17 @@ describe('retention: gc deletes only behind a retained base', () => {
     const again = await SnapshotEngine.open({ store, stream: 'auto' });
     expect(again.state).toEqual({ n: 40 });
     await again.close();
+  });
+
+  it('keeps, by default for 30 s, every checkpoint that was the newest, so that readers can finish', async () => {
+    const store = new MemoryStore();
+    await stream(store, 12, 3);
+    // Written just now: with the default grace nothing may go, whatever keepLast says.
+    expect((await gc(store, 'ret', { keepLast: 1 })).deleted).toEqual([]);
+    const list = await listCheckpoints(store, 'ret');
+    // 30 s after the last one: only what keepLast holds (seq 12, whose base is 10).
+    const later = list[list.length - 1]!.createdAt + 30_001;
+    expect(await gc(store, 'ret', { keepLast: 1 }, { now: later })).toMatchObject({ oldestRetained: 10 });
   });
 
   it('rejects a malformed retention with INVALID_ARGUMENT', async () => {
