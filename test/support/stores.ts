@@ -11,16 +11,14 @@ export const engineStores: { name: string; create(): Promise<Store> }[] = [
 ];
 
 const dirs: string[] = [];
-let registered = false;
+// Registered when a test file imports this module (file scope): a hook registered from inside a
+// running test is never run.
+afterAll(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+});
 
 /** A fresh temp directory, removed when the test file ends. */
 export async function tempDir(): Promise<string> {
-  if (!registered) {
-    registered = true;
-    afterAll(async () => {
-      await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-    });
-  }
   const dir = await mkdtemp(path.join(tmpdir(), 'statefold-test-'));
   dirs.push(dir);
   return dir;
