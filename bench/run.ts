@@ -1,0 +1,312 @@
+/**
+ * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS]`
+ *
+ * Runs every scenario, then writes DIR/BENCHMARKS.md, DIR/bench/charts/*.svg and
+ * DIR/bench/results.json (DIR defaults to the repository root). Progress goes to stderr.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { bytesPerHourChart, renderSvg, restoreChart, stallChart } from './charts.js';
+import { renderReport, intervalLabel, type Machine, type Results } from './report.js';
+import { calibrateWork, microScenario, restoreScenario, stallScenario, throughputRun, type Interval, type ThroughputResult } from './scenarios.js';
+import { Progress, median } from './stats.js';
+import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
+import { SHORT, type StrategyId } from './strategies.js';
+
+type Mode = 'full' | 'quick' | 'smoke';
+
+interface Plan {
+  sizes: number[];
+  stallSteps: (size: number, strategy: StrategyId) => number;
+  strategies: StrategyId[];
+  throughput: {
+    size: number;
+    /** Strategies run at every interval. */
+    everyInterval: StrategyId[];
+    /** Strategies run at some intervals only (besides the baseline interval). */
+    someIntervals?: { strategy: StrategyId; intervals: Interval[] }[];
+    /** Strategies run at the baseline interval only. */
+    atBaselineInterval: StrategyId[];
+    baselineInterval: number;
+    intervals: Interval[];
+    duration: (interval: Interval | null) => number;
+    references: number;
+  };
+  restore: { chains: (size: number) => number[]; time: number; iterations: number };
+  micro: { time: number; iterations: number };
+  s3: { size: number; steps: number; strategies: StrategyId[]; chains: number[] };
+}
+
+const K = 1000;
+const PLANS: Record<Mode, Plan> = {
+  full: {
+    sizes: [50 * K, 500 * K, 5000 * K],
+    stallSteps: (size, s) => (s === 'json-gzip' ? (size >= 5000 * K ? 30 : 250) : size >= 5000 * K ? 150 : 1000),
+    strategies: ['sf-immutable', 'sf-copy', 'sf-full', 'json-gzip', 'fjp-mirror'],
+    throughput: {
+      size: 500 * K,
+      everyInterval: ['sf-immutable', 'sf-copy'],
+      atBaselineInterval: ['sf-full', 'json-gzip', 'fjp-mirror'],
+      baselineInterval: 2000,
+      intervals: ['step', 100, 500, 2000, 10000],
+      duration: (i) => (i === 10000 ? 60_000 : i === 2000 ? 20_000 : 15_000),
+      references: 3,
+    },
+    restore: { chains: () => [1, 10, 100, 1000], time: 1000, iterations: 10 },
+    micro: { time: 500, iterations: 10 },
+    s3: { size: 500 * K, steps: 200, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10, 100] },
+  },
+  quick: {
+    sizes: [50 * K, 500 * K, 5000 * K],
+    stallSteps: (size, s) => (s === 'json-gzip' ? (size >= 5000 * K ? 5 : 40) : size >= 5000 * K ? 12 : 120),
+    strategies: ['sf-immutable', 'sf-copy', 'sf-full', 'json-gzip', 'fjp-mirror'],
+    throughput: {
+      size: 500 * K,
+      everyInterval: ['sf-immutable'],
+      someIntervals: [{ strategy: 'sf-copy', intervals: ['step', 2000] }],
+      atBaselineInterval: ['sf-full', 'json-gzip'],
+      baselineInterval: 2000,
+      intervals: ['step', 100, 500, 2000, 10000],
+      duration: (i) => (i === 10000 ? 10_500 : i === 2000 ? 4_500 : 1_500),
+      references: 2,
+    },
+    restore: { chains: (size) => (size >= 5000 * K ? [1, 10, 100] : [1, 10, 100, 1000]), time: 100, iterations: 5 },
+    micro: { time: 50, iterations: 5 },
+    s3: { size: 500 * K, steps: 30, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10] },
+  },
+  smoke: {
+    sizes: [5 * K, 20 * K],
+    stallSteps: () => 8,
+    strategies: ['sf-immutable', 'sf-copy', 'sf-full', 'json-gzip', 'fjp-mirror'],
+    throughput: {
+      size: 20 * K,
+      everyInterval: ['sf-immutable', 'sf-copy'],
+      atBaselineInterval: ['sf-full', 'json-gzip'],
+      baselineInterval: 2000,
+      intervals: ['step', 100, 500, 2000, 10000],
+      duration: () => 150,
+      references: 1,
+    },
+    restore: { chains: () => [1, 10], time: 10, iterations: 3 },
+    micro: { time: 5, iterations: 3 },
+    s3: { size: 5 * K, steps: 5, strategies: ['sf-immutable', 'json-gzip'], chains: [1] },
+  },
+};
+
+function machine(root: string): Machine {
+  const cpus = os.cpus();
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'engine', 'storage-adapters'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    if (dirty) commit += ' + uncommitted changes in engine/ or storage-adapters/';
+  } catch {
+    // not a git checkout
+  }
+  return {
+    cpu: cpus[0]?.model.trim() ?? 'unknown',
+    cores: cpus.length,
+    memory: `${Math.round(os.totalmem() / 2 ** 30)} GiB`,
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    commit,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      smoke: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      change: { type: 'string', default: '0.01' },
+      seed: { type: 'string', default: '1' },
+      'step-work-ms': { type: 'string', default: '10' },
+      'from-results': { type: 'string' },
+    },
+    allowPositionals: false,
+  });
+  if (values['from-results'] !== undefined) {
+    // Re-renders the text and charts of an earlier run from its raw results (no measuring).
+    const file = values['from-results'];
+    const results = JSON.parse(readFileSync(file, 'utf8')) as Results;
+    results.run.renderedFrom = path.relative(path.resolve(values.out ?? '.'), path.resolve(file)) || file;
+    await writeOutputs(results, path.resolve(values.out ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')));
+    return;
+  }
+  const mode: Mode = values.smoke || process.env.STATEFOLD_BENCH_SMOKE === '1' ? 'smoke' : values.quick ? 'quick' : 'full';
+  const plan = PLANS[mode];
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const outDir = path.resolve(values.out ?? root);
+  const change = Number(values.change);
+  const seed = Number(values.seed);
+  const stepWorkMs = Number(values['step-work-ms']);
+  if (!(change > 0 && change <= 1) || !Number.isInteger(seed) || !(stepWorkMs >= 0)) throw new Error('bench: --change must be in (0, 1], --seed an integer, --step-work-ms >= 0');
+  const argv = process.argv.slice(2);
+  const command = `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
+  const started = new Date();
+  const t0 = performance.now();
+
+  const runId = `${started.toISOString().replace(/[-:.TZ]/g, '')}-${process.pid}`;
+  const kinds: StoreKind[] = [memoryStores(), fileStores()];
+  const s3 = await s3Stores(runId);
+  const s3Note = typeof s3 === 'string' ? `skipped (${s3})` : `yes (${process.env.STATEFOLD_S3_ENDPOINT}, bucket ${process.env.STATEFOLD_S3_BUCKET})`;
+
+  const tp = plan.throughput;
+  const throughputRuns: { strategy: StrategyId | 'none'; interval: Interval | null }[] = [];
+  const refAt = new Set<number>();
+  const mains: { strategy: StrategyId; interval: Interval }[] = [];
+  for (const s of tp.everyInterval) for (const i of tp.intervals) mains.push({ strategy: s, interval: i });
+  for (const { strategy, intervals } of tp.someIntervals ?? []) for (const i of intervals) mains.push({ strategy, interval: i });
+  for (const s of tp.atBaselineInterval) mains.push({ strategy: s, interval: tp.baselineInterval });
+  // Reference (no checkpoint) runs spread evenly through the sequence, so drift hits both.
+  for (let r = 0; r < tp.references; r++) refAt.add(Math.round((r * mains.length) / Math.max(1, tp.references - 1 || 1)));
+  for (let i = 0; i <= mains.length; i++) {
+    if (refAt.has(i)) throughputRuns.push({ strategy: 'none', interval: null });
+    if (i < mains.length) throughputRuns.push(mains[i]!);
+  }
+  while (throughputRuns.filter((r) => r.strategy === 'none').length < tp.references) throughputRuns.push({ strategy: 'none', interval: null });
+
+  const stallRuns = plan.sizes.length * kinds.length * plan.strategies.length + (typeof s3 === 'string' ? 0 : plan.s3.strategies.length);
+  const total = plan.sizes.length /* micro */ + stallRuns + throughputRuns.length + plan.sizes.length + (typeof s3 === 'string' ? 0 : 1);
+  const progress = new Progress(total);
+  process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
+  if (typeof s3 === 'string') process.stderr.write(`S3 skipped: ${s3}\n`);
+
+  const results: Results = {
+    run: {
+      mode,
+      command,
+      startedAt: started.toISOString().replace(/\.\d+Z$/, 'Z'),
+      wallSeconds: 0,
+      change,
+      seed,
+      stepWorkMs,
+      workPerMs: 0,
+      headlineSize: 500 * K,
+      throughputStore: 'file',
+      load: { start: os.loadavg()[0]!, end: NaN },
+      durations: {},
+      s3: s3Note,
+      charts: { bytesPerHour: 'bench/charts/bytes-per-agent-hour.svg', stall: 'bench/charts/stall-vs-state-size.svg', restore: 'bench/charts/restore-vs-chain-length.svg' },
+    },
+    machine: machine(root),
+    stall: [],
+    throughput: [],
+    restore: [],
+    micro: [],
+  };
+  if (mode === 'smoke') results.run.headlineSize = 20 * K;
+
+  try {
+    for (const size of plan.sizes) {
+      progress.begin(`micro-benchmarks (tinybench), ${size / K} KB`);
+      results.micro.push(...(await microScenario(size, change, seed, plan.micro)));
+    }
+    for (const size of plan.sizes) {
+      for (const kind of kinds) {
+        for (const strategy of plan.strategies) {
+          const steps = plan.stallSteps(size, strategy);
+          progress.begin(`stall + commit + bytes: ${size / K} KB, ${kind.name} store, ${SHORT[strategy]}, ${steps} steps`);
+          results.stall.push(await stallScenario(kind, strategy, size, change, seed, steps, progress));
+        }
+      }
+    }
+    if (typeof s3 !== 'string') {
+      for (const strategy of plan.s3.strategies) {
+        progress.begin(`stall + commit + bytes: ${plan.s3.size / K} KB, s3 store, ${SHORT[strategy]}, ${plan.s3.steps} steps`);
+        results.stall.push(await stallScenario(s3, strategy, plan.s3.size, change, seed, plan.s3.steps, progress));
+      }
+    }
+
+    const fileKind = kinds.find((k) => k.name === 'file')!;
+    const workPerMs = calibrateWork();
+    results.run.workPerMs = workPerMs;
+    const stepWork = Math.round(workPerMs * stepWorkMs);
+    if (mode !== 'smoke') {
+      // Unrecorded warm-up, so the first recorded run does not pay for JIT compilation.
+      progress.note('throughput warm-up (not recorded)');
+      await throughputRun(fileKind, 'none', null, tp.size, change, seed, 1500, stepWork, progress);
+      await throughputRun(fileKind, 'sf-immutable', 'step', tp.size, change, seed, 1500, stepWork, progress);
+    }
+    for (const r of throughputRuns) {
+      const d = tp.duration(r.interval);
+      results.run.durations[r.interval === null ? 'reference' : intervalLabel(r.interval)] = d;
+      progress.begin(`throughput: ${tp.size / K} KB, file store, ${r.strategy === 'none' ? 'no checkpoints' : SHORT[r.strategy]}, interval ${intervalLabel(r.interval)}, ${d / 1000} s`);
+      const res: ThroughputResult = await throughputRun(fileKind, r.strategy, r.interval, tp.size, change, seed, d, stepWork, progress);
+      progress.note(`${res.stepsPerSec.toFixed(1)} steps/s, ${res.checkpoints} checkpoints`);
+      results.throughput.push(res);
+    }
+
+    for (const size of plan.sizes) {
+      const chains = plan.restore.chains(size);
+      progress.begin(`restore: ${size / K} KB, chains ${chains.join(', ')}, memory + file stores`);
+      results.restore.push(...(await restoreScenario(kinds, size, change, seed, chains, plan.restore, progress)));
+    }
+    if (typeof s3 !== 'string') {
+      progress.begin(`restore: ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store`);
+      const r = await restoreScenario([memoryStores(), s3], plan.s3.size, change, seed, plan.s3.chains, plan.restore, progress);
+      results.restore.push(...r.filter((x) => x.store === 's3'));
+    }
+  } finally {
+    for (const k of kinds) await k.cleanup();
+    if (typeof s3 !== 'string') await s3.cleanup();
+  }
+  results.run.wallSeconds = (performance.now() - t0) / 1000;
+  results.run.load.end = os.loadavg()[0]!;
+
+  await writeOutputs(results, outDir);
+  process.stderr.write(`statefold bench: done in ${Math.round(results.run.wallSeconds)} s; wrote ${path.join(outDir, 'BENCHMARKS.md')}\n`);
+}
+
+/** Writes the charts, bench/results.json and BENCHMARKS.md of a run into `outDir`. */
+async function writeOutputs(results: Results, outDir: string): Promise<void> {
+  // Charts
+  const chartsDir = path.join(outDir, 'bench', 'charts');
+  mkdirSync(chartsDir, { recursive: true });
+  const H = results.run.headlineSize;
+  const tp = PLANS[results.run.mode].throughput;
+  const refs = results.throughput.filter((r) => r.strategy === 'none');
+  const refRate = median(refs.map((r) => r.stepsPerSec));
+  const hourRows: { interval: string; order: number; strategy: string; bytesPerHour: number; source: string }[] = [];
+  const order = (i: Interval): number => (i === 'step' ? 0 : i);
+  for (const r of results.throughput) {
+    if (r.strategy === 'none' || r.interval === null) continue;
+    if (r.strategy !== 'sf-immutable' && r.strategy !== 'sf-copy') continue;
+    hourRows.push({ interval: intervalLabel(r.interval), order: order(r.interval), strategy: SHORT[r.strategy], bytesPerHour: r.bytesPerHour, source: 'measured in the agent loop' });
+  }
+  // Full-snapshot baselines write the same bytes per checkpoint at any interval: measured per checkpoint, times checkpoints per hour.
+  for (const id of ['sf-full', 'json-gzip'] as StrategyId[]) {
+    const s = results.stall.find((x) => x.size === tp.size && x.store === 'file' && x.strategy === id);
+    if (!s) continue;
+    const perCheckpoint = Object.values(s.counts.bytes).reduce((a, b) => a + b, 0) / s.steps;
+    for (const i of tp.intervals) {
+      const perHour = i === 'step' ? refRate * 3600 : 3_600_000 / i;
+      hourRows.push({ interval: intervalLabel(i), order: order(i), strategy: SHORT[id], bytesPerHour: perCheckpoint * perHour, source: 'bytes per checkpoint × checkpoints per hour' });
+    }
+  }
+  const stallRows = results.stall
+    .filter((r) => r.store === 'file')
+    .flatMap((r) => [
+      { size: r.stateBytes, strategy: SHORT[r.strategy], stat: 'p50', ms: Math.max(r.stall.p50, 1e-3) },
+      { size: r.stateBytes, strategy: SHORT[r.strategy], stat: 'p99', ms: Math.max(r.stall.p99, 1e-3) },
+    ]);
+  const restoreRows = results.restore.map((r) => ({ chain: r.chain, series: `${r.size / K} KB, ${r.store}`, ms: Math.max(r.latency.p50, 1e-3) }));
+  const charts: [string, Promise<string>][] = [
+    [results.run.charts.bytesPerHour, renderSvg(bytesPerHourChart(hourRows, `Bytes written per agent-hour, ${H / K} KB state, ~${refRate.toFixed(0)} steps/s`))],
+    [results.run.charts.stall, renderSvg(stallChart(stallRows, 'checkpoint() stall against state size (file store, one checkpoint per step)'))],
+    [results.run.charts.restore, renderSvg(restoreChart(restoreRows, 'Restore time against delta-chain length'))],
+  ];
+  for (const [rel, svg] of charts) writeFileSync(path.join(outDir, rel), await svg);
+  if (results.run.renderedFrom === undefined) writeFileSync(path.join(outDir, 'bench', 'results.json'), JSON.stringify(results, null, 1) + '\n');
+  writeFileSync(path.join(outDir, 'BENCHMARKS.md'), renderReport(results));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`statefold bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,74 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = path.resolve(import.meta.dirname, '../..');
+
+/** Whether every element of an XML document is closed in order (a minimal parse, enough for SVG). */
+function wellFormed(xml: string): boolean {
+  const stack: string[] = [];
+  for (const [tag] of xml.matchAll(/<[^>]+>/g)) {
+    if (tag.startsWith('<?') || tag.startsWith('<!')) continue;
+    const name = /^<\/?([A-Za-z][\w:.-]*)/.exec(tag)?.[1];
+    if (name === undefined) return false;
+    if (tag.startsWith('</')) {
+      if (stack.pop() !== name) return false;
+    } else if (!tag.endsWith('/>')) stack.push(name);
+  }
+  return stack.length === 0;
+}
+
+// Structure only: the benchmark's figures are never asserted (they depend on the machine).
+describe('bench: smoke run', () => {
+  const out = mkdtempSync(path.join(tmpdir(), 'statefold-bench-smoke-'));
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+  it('writes BENCHMARKS.md with every table, and three SVG charts, to the --out directory', async () => {
+    // Hermetic: no S3 rows even where STATEFOLD_S3_* are set (the S3 path is exercised by `npm run bench` with them).
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STATEFOLD_S3_')));
+    const { stderr } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], { cwd: root, env, timeout: 80_000 });
+    expect(stderr).toMatch(/\[bench 1\/\d+ /);
+    expect(stderr).toContain('done in');
+
+    const md = readFileSync(path.join(out, 'BENCHMARKS.md'), 'utf8');
+    for (const heading of [
+      '## Machine',
+      '## How to reproduce',
+      '## Headline: targets, the source reports, and this run',
+      '## Stall and commit latency',
+      '## Bytes and write requests per 1,000 steps',
+      '## Agent-loop throughput against the checkpoint interval',
+      '## Restore time against chain length',
+      '## What the pieces cost (tinybench micro-benchmarks)',
+    ]) {
+      expect(md).toContain(heading);
+    }
+    expect(md).toContain('npm run bench -- --smoke');
+    for (const strategy of ['statefold immutable', 'statefold copy', 'full msgpackr+lz4', 'full JSON+gzip', 'fjp compare + mirror']) expect(md).toContain(`| ${strategy} |`);
+    // Markdown tables: a header row followed by an alignment row.
+    expect(md.match(/^\| :-- \|/gm)?.length ?? 0).toBeGreaterThanOrEqual(6);
+
+    const charts = [...md.matchAll(/!\[[^\]]*\]\(([^)]+\.svg)\)/g)].map((m) => m[1]!);
+    expect(charts).toHaveLength(3);
+    for (const rel of charts) {
+      const file = path.join(out, rel);
+      expect(existsSync(file)).toBe(true);
+      const svg = readFileSync(file, 'utf8');
+      expect(svg.startsWith('<svg')).toBe(true);
+      expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+      expect(svg).toContain('xmlns="http://www.w3.org/2000/svg"');
+      expect(wellFormed(svg)).toBe(true);
+    }
+
+    const results = JSON.parse(readFileSync(path.join(out, 'bench', 'results.json'), 'utf8'));
+    expect(results.run.mode).toBe('smoke');
+    expect(results.stall.length).toBeGreaterThan(0);
+    expect(results.restore.length).toBeGreaterThan(0);
+    // The repository's own BENCHMARKS.md is not touched by a run with --out.
+    expect(path.resolve(out)).not.toBe(root);
+  }, 90_000);
+});
