@@ -64,6 +64,9 @@ class Walk {
   /** Containers from the root to the node being visited, for cycle detection. */
   readonly stack: object[] = [];
   estimate = 0;
+  /** Immutable mode: containers validated by this capture, frozen only once all of it is valid. */
+  readonly adopted = new Set<object>();
+  readonly leafy = new Set<object>();
 
   constructor(readonly root: string, readonly estimateSizes: boolean) {}
 
@@ -343,6 +346,7 @@ export class Capturer {
       return thaw(this.#tree);
     }
     this.#adopt(state, walk, 0);
+    this.#commitAdoption(walk);
     this.#tree = state;
     this.#hasTree = true;
     return state;
@@ -393,6 +397,8 @@ export class Capturer {
       tree = state;
     }
     if (!commit) return { id, ops: walk.ops, tree, estimatedBytes: walk.estimate };
+    // All of it was valid: only now freeze what was adopted (a rejected state is left as it was).
+    this.#commitAdoption(walk);
     this.#nextId++;
     this.#tree = tree;
     this.#hasTree = true;
@@ -416,14 +422,30 @@ export class Capturer {
     this.#leaves.set(leaf, { copy, since: id, older: keep });
   }
 
-  /** Validates, freezes and registers a new value (immutable mode). Returns whether it holds leaves. */
+  #commitAdoption(walk: Walk): void {
+    for (const node of walk.adopted) {
+      Object.freeze(node);
+      this.#adopted.add(node);
+    }
+    for (const node of walk.leafy) this.#leafy.add(node);
+  }
+
+  #isAdopted(v: object, walk: Walk): boolean {
+    return this.#adopted.has(v) || walk.adopted.has(v);
+  }
+
+  #isLeafy(v: object, walk: Walk): boolean {
+    return this.#leafy.has(v) || walk.leafy.has(v);
+  }
+
+  /** Validates and registers a new value (immutable mode); it is frozen when the capture succeeds. Returns whether it holds leaves. */
   #adopt(v: unknown, walk: Walk, id: number, pending?: LeafUpdate[]): boolean {
     if (typeof v !== 'object' || v === null) {
       checkPrimitive(v, walk);
       return false;
     }
-    if (this.#adopted.has(v)) {
-      if (!this.#leafy.has(v)) return false;
+    if (this.#isAdopted(v, walk)) {
+      if (!this.#isLeafy(v, walk)) return false;
       // Adopted before: its leaves may have been changed in place since; check them.
       this.#checkLeaves(v, walk, id, pending, false);
       return true;
@@ -461,9 +483,8 @@ export class Capturer {
       }
     }
     walk.leave();
-    Object.freeze(v);
-    this.#adopted.add(v);
-    if (leafy) this.#leafy.add(v);
+    walk.adopted.add(v);
+    if (leafy) walk.leafy.add(v);
     return leafy;
   }
 
@@ -479,7 +500,7 @@ export class Capturer {
       if (emit) walk.emit(OP_REPLACE, undefined, leaf);
       return;
     }
-    if (!this.#leafy.has(node)) return;
+    if (!this.#isLeafy(node, walk)) return;
     if (Array.isArray(node)) {
       for (let i = 0; i < node.length; i++) {
         const item = node[i];
@@ -532,10 +553,9 @@ export class Capturer {
     else this.#diffImmutableObject(prev as Record<string, unknown>, next as Record<string, unknown>, walk, id, pending);
     walk.leave();
     // Everything below is now validated: adopt the node itself.
-    if (!this.#adopted.has(next)) {
-      Object.freeze(next);
-      this.#adopted.add(next);
-      if (holdsLeaves(next, this.#leafy)) this.#leafy.add(next);
+    if (!this.#isAdopted(next, walk)) {
+      walk.adopted.add(next);
+      if (holdsLeaves(next, (n) => this.#isLeafy(n, walk))) walk.leafy.add(next);
     }
   }
 
@@ -614,11 +634,11 @@ function sameLeaf(a: Leaf, b: Leaf): boolean {
   return sameBytes(a, b);
 }
 
-function holdsLeaves(node: object, leafy: WeakSet<object>): boolean {
+function holdsLeaves(node: object, isLeafy: (n: object) => boolean): boolean {
   const values = Array.isArray(node) ? node : Object.values(node);
   for (const item of values) {
     if (typeof item !== 'object' || item === null) continue;
-    if (item instanceof Date || ArrayBuffer.isView(item) || leafy.has(item)) return true;
+    if (item instanceof Date || ArrayBuffer.isView(item) || isLeafy(item)) return true;
   }
   return false;
 }

@@ -159,6 +159,8 @@ export class SnapshotEngine<S = unknown> {
   readonly #onPendingEffect: PendingPolicy;
   readonly #effectRetention: Required<EffectRetention>;
   #lastExpiry = 0;
+  /** Meta of the last capture, repeated by the checkpoints that only record effects. */
+  #lastMeta: Uint8Array | undefined;
   /** The key of a write whose outcome is unknown (it may yet land, or have landed). */
   #uncertainKey: string | undefined;
 
@@ -193,6 +195,7 @@ export class SnapshotEngine<S = unknown> {
     this.#limits = init.limits;
     this.#committed = init.committed;
     this.#meta = init.meta;
+    this.#lastMeta = init.meta === undefined ? undefined : encodeValue(snapshotValue(init.meta, 'meta'));
     this.#nextKey = init.nextKey;
     this.#capturer = init.capturer;
   }
@@ -420,7 +423,24 @@ export class SnapshotEngine<S = unknown> {
     return encodeValue(snapshotValue(options.meta, 'meta'));
   }
 
+  /** Checkpoints the last captured state again (an effect's intent or outcome), with `meta`. */
+  #enqueueUnchanged(meta: Uint8Array | undefined): Promise<CheckpointInfo> {
+    if (this.#capturer.tree === undefined && this.#committed.seq === 0 && this.#queue.length === 0) {
+      return Promise.reject(
+        new StatefoldError('INVALID_STATE', `effect on stream ${JSON.stringify(this.stream)}: no state has been checkpointed yet; checkpoint one first or pass options.state`, { stream: this.stream, path: '$' }),
+      );
+    }
+    let capture: Capture;
+    try {
+      capture = this.#capturer.unchanged();
+    } catch (err) {
+      return Promise.reject(this.#wrapCaptureError(err));
+    }
+    return this.#enqueue(capture, meta);
+  }
+
   #enqueue(capture: Capture, meta: Uint8Array | undefined): Promise<CheckpointInfo> {
+    this.#lastMeta = meta;
     this.#expireEffects();
     const ledgerChanges: LedgerEntry[] = [];
     if (this.#ledgerChanges.size > 0) {
@@ -529,7 +549,7 @@ export class SnapshotEngine<S = unknown> {
         if (options.state !== undefined) {
           await this.checkpoint(options.state, options.meta === undefined ? undefined : { meta: options.meta });
         } else {
-          await this.#enqueue(this.#capturer.unchanged(), options.meta === undefined ? undefined : this.#encodeMeta({ meta: options.meta }));
+          await this.#enqueueUnchanged(options.meta === undefined ? this.#lastMeta : this.#encodeMeta({ meta: options.meta }));
         }
       } catch (err) {
         // Not durable, fn not called: forget the intent so nothing claims it is pending.
@@ -567,7 +587,7 @@ export class SnapshotEngine<S = unknown> {
       if (typeof e?.code === 'string') record.error!.code = e.code;
     }
     this.#ledgerChanges.set(token, record);
-    await this.#enqueue(this.#capturer.unchanged(), undefined);
+    await this.#enqueueUnchanged(this.#lastMeta);
     if (encodeError) throw encodeError;
     if (!outcome.ok) throw outcome.error;
     return outcome.value;

@@ -74,6 +74,8 @@ export interface ListCheckpointsOptions {
 
 /** Restores the state of a stream's newest committed checkpoint, or of `options.seq`. */
 export async function restore<S = unknown>(store: Store, stream: string, options: RestoreOptions = {}): Promise<Restored<S>> {
+  assertStore(store, 'restore');
+  options = assertOptions(options, 'restore');
   const keys = new StreamKeys(stream);
   if (options.seq !== undefined) assertSeq(options.seq, stream);
   const limits = limitsOf(options.maxPayloadBytes);
@@ -147,6 +149,8 @@ async function restoreIntact<S>(store: Store, log: LogListing, seq: number | und
 
 /** Lists the retained committed checkpoints of a stream, ascending by seq (empty for an unknown stream). */
 export async function listCheckpoints(store: Store, stream: string, options: ListCheckpointsOptions = {}): Promise<CheckpointEntry[]> {
+  assertStore(store, 'listCheckpoints');
+  options = assertOptions(options, 'listCheckpoints');
   const keys = new StreamKeys(stream);
   const limits = limitsOf(options.maxPayloadBytes);
   return relistOnVanish(() => listFrom(store, keys, limits, options));
@@ -299,8 +303,28 @@ function corrupt(stream: string, seq: number, key: string, why: string, cause?: 
 /** Throws INVALID_ARGUMENT unless `seq` is a positive safe integer. */
 export function assertSeq(seq: unknown, stream: string): asserts seq is number {
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
-    throw new StatefoldError('INVALID_ARGUMENT', `stream ${JSON.stringify(stream)}: seq ${String(seq)} is not a positive integer`, { stream });
+    const shown = typeof seq === 'number' ? String(seq) : `${JSON.stringify(seq) ?? String(seq)} (a ${typeof seq})`;
+    throw new StatefoldError('INVALID_ARGUMENT', `stream ${JSON.stringify(stream)}: seq ${shown} is not a positive integer`, { stream });
   }
+}
+
+/** Throws INVALID_ARGUMENT unless `store` has the four Store methods. */
+export function assertStore(store: unknown, op: string): asserts store is Store {
+  const s = store as Partial<Store> | null | undefined;
+  if (s === null || typeof s !== 'object' || typeof s.get !== 'function' || typeof s.putIfAbsent !== 'function' || typeof s.list !== 'function' || typeof s.delete !== 'function') {
+    throw new StatefoldError('INVALID_ARGUMENT', `${op}: store must be a Store (MemoryStore, FileStore, S3Store, or an object with get, putIfAbsent, list and delete)`);
+  }
+}
+
+/** Returns `options` (an object, or {} for undefined), checking `concurrency` when present. */
+export function assertOptions<T extends { concurrency?: number }>(options: T | undefined, op: string): T {
+  if (options === undefined) return {} as T;
+  if (options === null || typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', `${op}: options must be an object`);
+  const c = options.concurrency;
+  if (c !== undefined && (!Number.isSafeInteger(c) || c < 1)) {
+    throw new StatefoldError('INVALID_ARGUMENT', `${op}: concurrency ${String(c)} is not a positive integer`);
+  }
+  return options;
 }
 
 /** Frame limits from an optional maxPayloadBytes. */

@@ -7,7 +7,7 @@ import { StatefoldError } from './errors.js';
 import { DEFAULT_LIMITS, type FrameLimits } from './frame.js';
 import { StreamKeys } from './keys.js';
 import { listLog, readFrame, tailKey } from './log.js';
-import { committedView } from './restorer.js';
+import { assertStore, committedView } from './restorer.js';
 
 /** Which checkpoints to keep: those among the last `keepLast`, and those younger than `keepForMs`. */
 export interface Retention {
@@ -65,6 +65,7 @@ export function resolveRetention(r: Retention): Required<Retention> {
  * Safe while a writer is active: writers only add seqs past the newest.
  */
 export async function gc(store: Store, stream: string, retention: Retention, options: { signal?: AbortSignal; limits?: FrameLimits; now?: number } = {}): Promise<GcReport> {
+  assertStore(store, 'gc');
   const keys = new StreamKeys(stream);
   const { keepLast, keepForMs, minAgeMs } = resolveRetention(retention);
   const limits = options.limits ?? DEFAULT_LIMITS;

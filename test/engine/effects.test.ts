@@ -196,6 +196,22 @@ describe('effects: ledger', () => {
     expect((await restore(store, 'exp')).effects.map((e) => e.token).sort()).toEqual(['c', 'd']);
   });
 
+  it('repeats the last meta in the checkpoints that record an effect, and names the stream without a state', async () => {
+    const store = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store, stream: 'meta-fx' });
+    await expect(engine.effect('early', async () => 1)).rejects.toMatchObject({ code: 'INVALID_STATE', message: expect.stringContaining('"meta-fx"') });
+    await engine.checkpoint({ x: 1 }, { meta: { step: 17 } });
+    await engine.effect('pay', async () => 'ok');
+    expect(engine.seq).toBe(3); // intent and outcome are checkpoints of their own
+    expect(engine.meta).toEqual({ step: 17 });
+    await engine.close();
+    expect((await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([{ step: 17 }, { step: 17 }, { step: 17 }]);
+    const again = await SnapshotEngine.open({ store, stream: 'meta-fx' });
+    await again.effect('pay-2', async () => 'ok');
+    await again.close();
+    expect((await restore(store, 'meta-fx')).meta).toEqual({ step: 17 });
+  });
+
   it('rejects a bad token with INVALID_ARGUMENT', async () => {
     const engine = await SnapshotEngine.open({ store: new MemoryStore(), stream: 'bad' });
     await engine.checkpoint({});

@@ -282,6 +282,24 @@ describe('engine: lifecycle and arguments', () => {
     expect(await store.list('')).toEqual([]);
   });
 
+  it('rejects a missing store, null options or a bad concurrency with INVALID_ARGUMENT, not a TypeError', async () => {
+    const store = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store, stream: 'args' });
+    await engine.checkpoint({ a: 1 });
+    await engine.close();
+    for (const call of [
+      () => restore(null as never, 'args'),
+      () => listCheckpoints(undefined as never, 'args'),
+      () => restore(store, 'args', null as never),
+      () => restore(store, 'args', { concurrency: 0 }),
+      () => listCheckpoints(store, 'args', { concurrency: -1 }),
+      () => restore(store, 'args', { seq: '1' as never }),
+    ]) {
+      await expect(call()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    await expect(restore(store, 'args', { seq: '1' as never })).rejects.toMatchObject({ message: expect.stringContaining('"1" (a string)') });
+  });
+
   it('rejects restore of a malformed, future or unknown seq with a typed error', async () => {
     const store = new MemoryStore();
     await expect(restore(store, 'nobody')).rejects.toMatchObject({ code: 'NOT_FOUND', stream: 'nobody' });

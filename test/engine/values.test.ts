@@ -223,6 +223,21 @@ describe('state values: what is rejected', () => {
     }
   }
 
+  it('immutable mode: a rejected state is not frozen, not even its valid parts', async () => {
+    const engine = await SnapshotEngine.open({ store: new MemoryStore(), stream: 'nf', updates: 'immutable' });
+    const s1 = { kept: { a: 1 } };
+    await engine.checkpoint(s1);
+    const fresh = { list: [1, 2], nested: { x: 1 } };
+    await expect(engine.checkpoint({ ...s1, fresh, bad: () => 1 })).rejects.toMatchObject({ code: 'INVALID_STATE', path: '$.bad' });
+    expect(Object.isFrozen(fresh)).toBe(false);
+    expect(Object.isFrozen(fresh.nested)).toBe(false);
+    fresh.list.push(3);
+    // Once accepted, it is frozen like the rest.
+    await engine.checkpoint({ ...s1, fresh });
+    expect(Object.isFrozen(fresh.list)).toBe(true);
+    await engine.close();
+  });
+
   it('rejects meta that cannot be encoded with INVALID_STATE naming meta', async () => {
     const engine = await SnapshotEngine.open({ store: new MemoryStore(), stream: 'm' });
     await expect(engine.checkpoint({ a: 1 }, { meta: { cb: () => 1 } })).rejects.toMatchObject({ code: 'INVALID_STATE', path: 'meta.cb' });
