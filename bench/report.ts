@@ -63,7 +63,8 @@ interface Verdict {
   target: string;
   source: string;
   ours: string;
-  met: boolean | undefined;
+  /** 'noise': the machine's run-to-run spread is wider than the target, so this run cannot tell. */
+  met: boolean | 'noise' | undefined;
   why: string;
 }
 
@@ -116,7 +117,7 @@ export function renderReport(res: Results): string {
       const nBase = base?.n ?? 0;
       why = `${nBase} of ${st.stall.n} checkpoints (${pct(nBase / st.stall.n)}) were bases (policy baseEvery 32, maxDeltaRatio 1), and a base walks the whole state. Base checkpoints: p50 ${base ? ms(base.p50) : 'n/a'} ms, p99 ${base ? ms(base.p99) : 'n/a'} ms; delta checkpoints: p50 ${delta ? ms(delta.p50) : 'n/a'} ms, p99 ${delta ? ms(delta.p99) : 'n/a'} ms (n ${delta?.n ?? 0}); the load average was ${run.load.start.toFixed(1)}–${run.load.end.toFixed(1)} on ${machine.cores} cores, so preemption by other processes also lands in the p99.`;
     }
-    verdicts.push({ target: `stall p99 ≤ 1 ms (${sizeLabel(H)}, 1%/step, immutable, ${headStore} store)`, source: '15 ms per checkpoint at a 10 s interval; 50 ms at 2 s', ours: `p50 ${ms(st.stall.p50)} ms, p99 ${ms(st.stall.p99)} ms (n ${st.stall.n})`, met, why });
+    verdicts.push({ target: `stall p99 ≤ 1 ms (${sizeLabel(H)}, 1%/step, immutable, ${headStore} store)`, source: '15 ms per checkpoint at a 10 s interval; 50 ms at 2 s', ours: `p50 ${ms(st.stall.p50)} ms, p99 ${ms(st.stall.p99)} ms (n ${st.stall.n}); the encoding it defers then blocks the next event-loop turn: loop blocked p50 ${ms(st.loopBlock.p50)} ms, p99 ${ms(st.loopBlock.p99)} ms (a base)`, met, why });
   }
   const refs = res.throughput.filter((r) => r.strategy === 'none');
   const ref = median(refs.map((r) => r.stepsPerSec));
@@ -128,7 +129,8 @@ export function renderReport(res: Results): string {
     const noise = refs.length > 1 ? (Math.max(...refs.map((r) => r.stepsPerSec)) - Math.min(...refs.map((r) => r.stepsPerSec))) / ref : NaN;
     const cpuNoise = (Math.max(...refs.map((r) => r.cpuMsPerStep)) - Math.min(...refs.map((r) => r.cpuMsPerStep))) / refCpu;
     const inCalls = (t2.stall.mean * t2.stall.n) / t2.durationMs;
-    const met = cpuLoss <= 0.01;
+    // A target finer than the spread between identical reference runs cannot be judged here.
+    const met: Verdict['met'] = cpuNoise > 0.01 ? 'noise' : cpuLoss <= 0.01;
     const why = met ? '' : `${t2.checkpoints} checkpoints in ${(t2.durationMs / 1000).toFixed(1)} s, their calls p50 ${ms(t2.stall.p50)} ms / max ${ms(t2.stall.max)} ms; CPU per step ${t2.cpuMsPerStep.toFixed(2)} ms against ${refCpu.toFixed(2)} ms without checkpoints.`;
     if (cpuNoise > 0.01) {
       notes.push(`The throughput target (≤ 1%) is finer than this machine's run-to-run noise: the no-checkpoint reference runs differ by ${pct(cpuNoise)} in CPU time per step and ${pct(noise)} in wall-clock throughput. The loss measured at 2 s (${pct(cpuLoss)} in CPU time) is within that noise; statefold's own share, the time spent inside checkpoint() calls, was ${pct(inCalls, 2)} of the run.`);
@@ -154,7 +156,7 @@ export function renderReport(res: Results): string {
   p();
   p('The mission\'s source reports, for a 500 KB state: 15 ms per checkpoint at a 10 s interval; 50 ms and 12% throughput loss at 2 s; incremental checkpoints saving up to 70% of storage; sub-second recovery.');
   p();
-  p(table(['target', 'source reports', 'statefold, this run', 'met'], verdicts.map((v) => [v.target, v.source, v.ours, v.met === undefined ? 'n/a' : v.met ? 'yes' : '**no**'])));
+  p(table(['target', 'source reports', 'statefold, this run', 'met'], verdicts.map((v) => [v.target, v.source, v.ours, v.met === undefined ? 'n/a' : v.met === 'noise' ? 'cannot tell: within noise (see below)' : v.met ? 'yes' : '**no**'])));
   p();
   for (const n of notes) {
     p(n);
