@@ -17,9 +17,9 @@ import { decodeValue, encodeValue } from './codec.js';
 import { decodeFrame, decodeMeta, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
 import { applyOps } from './patch.js';
 import { StreamKeys } from './keys.js';
-import { listLog, mapLimit, readFrame, tailKey } from './log.js';
+import { listLog } from './log.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
-import { committedView, ledgerOfRestored, limitsOf, restoreFrom } from './restorer.js';
+import { chainOfRestored, committedView, ledgerOfRestored, limitsOf, restoreFrom } from './restorer.js';
 import {
   EMPTY_LEDGER,
   assertToken,
@@ -256,7 +256,7 @@ export class SnapshotEngine<S = unknown> {
       if (view.slots.length > 0) {
         const restored = await restoreFrom<unknown>(store, view, undefined, limits);
         ledger = ledgerOfRestored(restored);
-        const chain = await chainSizes(store, keys, view, restored.seq, limits);
+        const chain = chainOfRestored(restored);
         capturer.seed(restored.state);
         committed = { seq: restored.seq, crc: chain.crc, tree: capturer.tree, hasTree: true, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
         meta = restored.meta;
@@ -318,7 +318,6 @@ export class SnapshotEngine<S = unknown> {
    * resolves when the checkpoint is durable and visible to `restore`; checkpoints commit in call order.
    */
   checkpoint(state: S, options?: CheckpointOptions): Promise<CheckpointInfo> {
-    let task: Task;
     try {
       this.#assertOpen('checkpoint');
       const meta = this.#encodeMeta(options);
@@ -760,26 +759,6 @@ async function createOrRecognise(store: Store, key: string, frame: Uint8Array, s
   // failed write (S3's 409): the caller lists again and retries.
   const there = await store.get(key);
   return there !== undefined && Buffer.compare(Buffer.from(there), Buffer.from(frame)) === 0;
-}
-
-/** Sizes of the chain ending at `seq`, for the base policy of a reopened stream. */
-async function chainSizes(store: Store, keys: StreamKeys, view: Awaited<ReturnType<typeof committedView>>, seq: number, limits: FrameLimits): Promise<{ crc: number; baseSeq: number; baseBytes: number; deltaBytes: number }> {
-  const bySeq = new Map(view.slots.map((s) => [s.seq, s]));
-  const read = (s: number): Promise<Frame> => {
-    const slot = bySeq.get(s)!;
-    return slot === view.tailSlot && view.tailFrame ? Promise.resolve(view.tailFrame) : readFrame(store, keys, s, tailKey(slot), limits);
-  };
-  const last = await read(seq);
-  const baseSeq = last.header.base!;
-  const seqs: number[] = [];
-  for (let s = baseSeq; s <= seq; s++) seqs.push(s);
-  const frames = await mapLimit(seqs, 16, read);
-  return {
-    crc: last.crc,
-    baseSeq,
-    baseBytes: frames[0]!.bytes,
-    deltaBytes: frames.slice(1).reduce((n, f) => n + f.bytes, 0),
-  };
 }
 
 function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {

@@ -274,6 +274,9 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
     damage: [],
   };
   Object.defineProperty(restored, 'ledger', { value: ledger, enumerable: false });
+  // For an engine opening the stream: the chain's sizes, so it need not read the chain again.
+  const chainInfo: ChainInfo = { crc: last.crc, baseSeq, baseBytes: frames[0]!.bytes, deltaBytes: frames.slice(1).reduce((n, f) => n + f.bytes, 0) };
+  Object.defineProperty(restored, 'chain', { value: chainInfo, enumerable: false });
   return restored;
 }
 
@@ -283,6 +286,19 @@ function applyLedger(frame: Frame, keys: StreamKeys, seq: number, key: string, l
   } catch (err) {
     throw corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
   }
+}
+
+/** The chain a restore read: its last frame's checksum, its base and the sizes of its frames. */
+export interface ChainInfo {
+  crc: number;
+  baseSeq: number;
+  baseBytes: number;
+  deltaBytes: number;
+}
+
+/** The chain a restore read, for the engine (not part of the public result type). */
+export function chainOfRestored(r: Restored<unknown>): ChainInfo {
+  return (r as Restored<unknown> & { chain: ChainInfo }).chain;
 }
 
 /** The ledger a restore folded, for the engine (not part of the public result type). */

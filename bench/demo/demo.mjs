@@ -17,6 +17,9 @@ import { Packr } from 'msgpackr';
 import { FileStore, listCheckpoints, restore } from 'statefold';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// The AWS SDK (loaded only for S3) warns at every start that its 2027 releases need Node 22;
+// in a demo that starts a dozen processes that is only noise. Children inherit this.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 const args = process.argv.slice(2);
 const short = args.includes('--short');
 const argValue = (name, fallback) => {
