@@ -14,12 +14,12 @@ import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError, describeCause, isStatefoldError } from './errors.js';
 import { Capturer, snapshotValue, thaw, type Capture, type Op, type UpdateMode } from './diff.js';
 import { decodeValue, encodeValue } from './codec.js';
-import { decodeFrame, decodeMeta, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
+import { decodeFrame, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
 import { applyOps } from './patch.js';
 import { StreamKeys } from './keys.js';
 import { listLog } from './log.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
-import { chainOfRestored, committedView, ledgerOfRestored, limitsOf, restoreFrom } from './restorer.js';
+import { assertStore, chainOfRestored, committedView, ledgerOfRestored, limitsOf, restoreFrom } from './restorer.js';
 import {
   EMPTY_LEDGER,
   assertToken,
@@ -114,9 +114,10 @@ interface Committed {
   seq: number;
   /** CRC-32 of its frame: the next delta's `parent`. */
   crc: number;
-  /** Its captured tree; undefined when unknown (then the next checkpoint must be a base). */
+  /** Its captured tree; undefined for a new stream, or when unknown (then the next checkpoint must be a base). */
   tree: unknown;
-  hasTree: boolean;
+  /** Its meta, encoded (decoded when read through `engine.meta`). */
+  meta: Uint8Array | undefined;
   baseSeq: number;
   baseBytes: number;
   deltaBytes: number;
@@ -137,7 +138,6 @@ export class SnapshotEngine<S = unknown> {
   readonly #capturer: Capturer;
   readonly #limits: FrameLimits;
   #committed: Committed;
-  #meta: unknown;
   /** The key the next commit goes to. */
   #nextKey: string;
   #needBase = false;
@@ -173,7 +173,6 @@ export class SnapshotEngine<S = unknown> {
     policy: ResolvedPolicy;
     limits: FrameLimits;
     committed: Committed;
-    meta: unknown;
     nextKey: string;
     capturer: Capturer;
     retention: Retention | undefined;
@@ -194,8 +193,7 @@ export class SnapshotEngine<S = unknown> {
     this.policy = init.policy;
     this.#limits = init.limits;
     this.#committed = init.committed;
-    this.#meta = init.meta;
-    this.#lastMeta = init.meta === undefined ? undefined : encodeValue(snapshotValue(init.meta, 'meta'));
+    this.#lastMeta = init.committed.meta;
     this.#nextKey = init.nextKey;
     this.#capturer = init.capturer;
   }
@@ -207,9 +205,7 @@ export class SnapshotEngine<S = unknown> {
   static async open<S = unknown>(options: EngineOptions): Promise<SnapshotEngine<S>> {
     if (options === null || typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options must be an object');
     const { store } = options;
-    if (store === null || typeof store !== 'object' || typeof store.putIfAbsent !== 'function' || typeof store.get !== 'function' || typeof store.list !== 'function' || typeof store.delete !== 'function') {
-      throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options.store must be a Store (MemoryStore, FileStore, S3Store)');
-    }
+    assertStore(store, 'SnapshotEngine.open');
     const keys = new StreamKeys(options.stream);
     const policy = resolvePolicy(options.policy);
     const updates = options.updates ?? 'copy';
@@ -250,16 +246,15 @@ export class SnapshotEngine<S = unknown> {
         continue;
       }
       const capturer = new Capturer(updates);
-      let committed: Committed = { seq: 0, crc: 0, tree: undefined, hasTree: true, baseSeq: 0, baseBytes: 0, deltaBytes: 0 };
-      let meta: unknown;
+      let committed: Committed = { seq: 0, crc: 0, tree: undefined, meta: undefined, baseSeq: 0, baseBytes: 0, deltaBytes: 0 };
       let ledger: Ledger = EMPTY_LEDGER;
       if (view.slots.length > 0) {
         const restored = await restoreFrom<unknown>(store, view, undefined, limits);
         ledger = ledgerOfRestored(restored);
         const chain = chainOfRestored(restored);
         capturer.seed(restored.state);
-        committed = { seq: restored.seq, crc: chain.crc, tree: capturer.tree, hasTree: true, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
-        meta = restored.meta;
+        const meta = restored.meta === undefined ? undefined : encodeValue(snapshotValue(restored.meta, 'meta'));
+        committed = { seq: restored.seq, crc: chain.crc, tree: capturer.tree, meta, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
       }
       return new SnapshotEngine<S>({
         store,
@@ -270,7 +265,6 @@ export class SnapshotEngine<S = unknown> {
         policy,
         limits,
         committed,
-        meta,
         nextKey: keys.afterFence(fenceSeq, epoch),
         capturer,
         retention: options.retention,
@@ -288,7 +282,7 @@ export class SnapshotEngine<S = unknown> {
    */
   get state(): S | undefined {
     const c = this.#committed;
-    if (c.seq === 0 || !c.hasTree) return undefined;
+    if (c.tree === undefined) return undefined;
     return (this.updates === 'copy' ? thaw(c.tree) : c.tree) as S;
   }
 
@@ -299,7 +293,8 @@ export class SnapshotEngine<S = unknown> {
 
   /** The meta of the last committed checkpoint. */
   get meta(): unknown {
-    return this.#meta;
+    const meta = this.#committed.meta;
+    return meta === undefined ? undefined : decodeValue(meta);
   }
 
   /** Checkpoints captured but not yet committed. */
@@ -639,7 +634,7 @@ export class SnapshotEngine<S = unknown> {
         if (effects.length > 0) h.effects = effects;
         return h;
       };
-      let kind: FrameKind = this.#needBase || !c.hasTree || c.seq === 0 || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
+      let kind: FrameKind = this.#needBase || c.tree === undefined || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
       let frame: Uint8Array | undefined;
       if (kind === 'delta') {
         frame = encodeFrame('delta', header('delta'), encodeValue(task.capture.ops, resolver));
@@ -656,12 +651,11 @@ export class SnapshotEngine<S = unknown> {
           seq,
           crc,
           tree: task.capture.tree,
-          hasTree: true,
+          meta: task.meta,
           baseSeq: kind === 'base' ? seq : c.baseSeq,
           baseBytes: kind === 'base' ? frame.byteLength : c.baseBytes,
           deltaBytes: kind === 'base' ? 0 : c.deltaBytes + frame.byteLength,
         };
-        this.#meta = task.meta === undefined ? undefined : decodeValue(task.meta);
         this.#nextKey = this.#keys.slot(seq + 1);
         this.#needBase = false;
         if (kind === 'base') this.#backgroundGc();
@@ -672,16 +666,9 @@ export class SnapshotEngine<S = unknown> {
       const landed = outcome;
       const origin = { stream: this.stream, key, seq };
       let tree: unknown;
-      let hasTree = false;
-      if (landed.kind === 'base') {
-        tree = decodePayload(landed, origin);
-        hasTree = true;
-      } else if (c.hasTree && landed.header.parent === c.crc) {
-        tree = applyOps(thaw(c.tree), decodePayload(landed, origin) as Op[]);
-        hasTree = true;
-      }
-      this.#committed = { seq, crc: landed.crc, tree, hasTree, baseSeq: landed.header.base!, baseBytes: 0, deltaBytes: 0 };
-      this.#meta = decodeMeta(landed, origin);
+      if (landed.kind === 'base') tree = decodePayload(landed, origin);
+      else if (c.tree !== undefined && landed.header.parent === c.crc) tree = applyOps(thaw(c.tree), decodePayload(landed, origin) as Op[]);
+      this.#committed = { seq, crc: landed.crc, tree, meta: landed.header.meta, baseSeq: landed.header.base!, baseBytes: 0, deltaBytes: 0 };
       this.#nextKey = this.#keys.slot(seq + 1);
       this.#needBase = true;
     }

@@ -5,8 +5,6 @@ import { StatefoldError } from './errors.js';
 export const MAX_STREAM_ID_BYTES = 512;
 /** Longest encoded id kept readable; longer ones are stored under a SHA-256 name. */
 const MAX_READABLE_SEGMENT = 160;
-/** Largest seq (and epoch) a key can hold: 16 hex digits, bounded by exact JS integers. */
-export const MAX_SEQ = Number.MAX_SAFE_INTEGER;
 
 /** Throws INVALID_ARGUMENT unless `stream` is a non-empty string of at most 512 UTF-8 bytes. */
 export function assertStreamId(stream: unknown): asserts stream is string {

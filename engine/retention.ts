@@ -4,7 +4,7 @@
  */
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError } from './errors.js';
-import { DEFAULT_LIMITS, type FrameLimits } from './frame.js';
+import { DEFAULT_LIMITS, type Frame, type FrameLimits } from './frame.js';
 import { StreamKeys } from './keys.js';
 import { listLog, readFrame, tailKey } from './log.js';
 import { assertStore, committedView } from './restorer.js';
@@ -74,31 +74,40 @@ export async function gc(store: Store, stream: string, retention: Retention, opt
   const slots = view.slots;
   if (slots.length === 0) return { deleted: [], deletedKeys: 0, oldestRetained: 0 };
   // The oldest seq to keep: the newest keepLast, and any younger than keepForMs.
-  let keepFrom = slots[Math.max(0, slots.length - keepLast)]!.seq;
+  let keep = Math.max(0, slots.length - keepLast);
   const now = options.now ?? Date.now();
-  const read = (i: number) => {
-    const slot = slots[i]!;
-    return slot === view.tailSlot && view.tailFrame ? Promise.resolve(view.tailFrame) : readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal);
-  };
-  if (keepForMs > 0) {
-    // createdAt grows with seq: walk back from the first slot kept by count while younger.
-    let i = slots.findIndex((s) => s.seq === keepFrom) - 1;
-    while (i >= 0 && now - (await read(i)).header.createdAt < keepForMs) {
-      keepFrom = slots[i]!.seq;
-      i--;
+  const frames = new Map<number, Promise<Frame>>();
+  const read = (i: number): Promise<Frame> => {
+    let frame = frames.get(i);
+    if (frame === undefined) {
+      const slot = slots[i]!;
+      frame = slot === view.tailSlot && view.tailFrame ? Promise.resolve(view.tailFrame) : readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal);
+      frames.set(i, frame);
     }
-  }
+    return frame;
+  };
+  // createdAt grows with seq, so the checkpoints younger than an age are a suffix: find where it
+  // starts by bisection (a few reads, not one per young checkpoint).
+  const firstYounger = async (ageMs: number): Promise<number> => {
+    let lo = 0;
+    let hi = slots.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (now - (await read(mid)).header.createdAt < ageMs) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  };
+  if (keepForMs > 0) keep = Math.min(keep, await firstYounger(keepForMs));
   if (minAgeMs > 0) {
     // Every checkpoint that was the newest within the grace: those younger than it, and the one
     // that was newest when the grace began.
-    let i = slots.findIndex((s) => s.seq === keepFrom) - 1;
-    while (i >= 0 && now - (await read(i + 1)).header.createdAt < minAgeMs) {
-      keepFrom = slots[i]!.seq;
-      i--;
-    }
+    const young = await firstYounger(minAgeMs);
+    if (young < slots.length) keep = Math.min(keep, Math.max(0, young - 1));
   }
+  const keepFrom = slots[keep]!.seq;
   // Keep the base of the oldest kept checkpoint, so that it still restores.
-  const first = await read(slots.findIndex((s) => s.seq === keepFrom));
+  const first = await read(keep);
   const cut = Math.min(keepFrom, first.header.base ?? keepFrom);
   const signalOpt = options.signal ? { signal: options.signal } : undefined;
   // First the floor: from the moment it exists, readers treat every seq below it as deleted, so

@@ -110,17 +110,6 @@ export function pathJoin(path: string, key: string | number): string {
   return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
 }
 
-/** Turns a JSON Pointer (RFC 6901) into a `$`-rooted path for messages. */
-export function pointerToPath(pointer: string, root = '$'): string {
-  if (pointer === '') return root;
-  let path = root;
-  for (const token of pointer.slice(1).split('/')) {
-    const key = token.replace(/~1/g, '/').replace(/~0/g, '~');
-    path = /^(0|[1-9][0-9]*)$/.test(key) ? `${path}[${key}]` : pathJoin(path, key);
-  }
-  return path;
-}
-
 /** Throws INVALID_STATE for the value at `path`. */
 export function invalidState(path: string, what: string): never {
   throw new StatefoldError('INVALID_STATE', `${path}: ${what} cannot be checkpointed`, { path });

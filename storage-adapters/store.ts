@@ -61,8 +61,3 @@ export function isValidPrefix(prefix: string): boolean {
   if (prefix === '') return true;
   return isValidKey(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
 }
-
-/** Compares two keys by their UTF-8 bytes, the order `list` returns (same as code-unit order for store keys, which are ASCII). */
-export function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
