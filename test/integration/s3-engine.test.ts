@@ -5,6 +5,7 @@ import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo } from 's
 import type { S3Store } from 'statefold/s3';
 import { removePrefix } from '../support/s3-cleanup.js';
 import { s3Client, s3Store, s3TestEnv, type S3TestEnv } from '../support/s3-env.js';
+import { mulberry32 } from '../support/prng.mjs';
 
 // The engine end to end on a real S3-compatible server (Ceph RGW in CI, MinIO with `npm run test:minio`).
 const env = s3TestEnv();
@@ -187,16 +188,4 @@ function defineSuite(env: S3TestEnv): void {
       expect(elapsed, `2,000 checkpoints took ${elapsed} ms`).toBeLessThan(90_000);
     }, 180_000);
   });
-}
-
-/** A small seeded generator, so that a failure can be replayed with STATEFOLD_TEST_SEED. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

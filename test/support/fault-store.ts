@@ -12,6 +12,7 @@
  * records each one. The wrapper never validates keys itself: the inner store does.
  */
 import { StatefoldError, type ListOptions, type Store, type StoreOptions } from 'statefold';
+import { mulberry32 } from './prng.mjs';
 
 /** The operations of a Store. */
 export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete';
@@ -339,16 +340,4 @@ function keyMatches(pattern: NonNullable<FaultMatch['key']>, key: string): boole
   if (typeof pattern === 'string') return pattern === key;
   if (pattern instanceof RegExp) return pattern.test(key);
   return pattern(key);
-}
-
-/** A small seeded PRNG (mulberry32): numbers in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

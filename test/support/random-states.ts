@@ -4,22 +4,20 @@
  * or by path copying (`updates: 'immutable'`, where Dates and typed arrays may also change in place,
  * as the engine allows), plus a deep copy that keeps every type for the reference.
  */
+import { mulberry32 } from './prng.mjs';
+
 export type Mode = 'copy' | 'immutable';
 
 /** A seeded random source (mulberry32). */
 export class Rng {
-  #a: number;
+  readonly #next: () => number;
   constructor(readonly seed: number) {
-    this.#a = seed >>> 0;
+    this.#next = mulberry32(seed);
   }
 
   /** A number in [0, 1). */
   next(): number {
-    this.#a = (this.#a + 0x6d2b79f5) >>> 0;
-    let t = this.#a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.#next();
   }
 
   /** An integer in [0, n). */
