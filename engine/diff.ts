@@ -24,13 +24,8 @@ import {
   setOwn,
   type TypedArray,
 } from './value.js';
+import { OP_ADD, OP_REMOVE, OP_REPLACE, type Op } from './format/ops.js';
 
-/** RFC 6902 operation codes as stored: add, remove, replace. */
-export const OP_ADD = 0;
-export const OP_REMOVE = 1;
-export const OP_REPLACE = 2;
-/** One operation: [code, JSON Pointer, value] (no value for remove). */
-export type Op = [number, string] | [number, string, unknown];
 
 /** How the caller updates its state between checkpoints. */
 export type UpdateMode = 'copy' | 'immutable';

@@ -5,6 +5,9 @@
  * deltas carry what changed since the seq before.
  */
 import { StatefoldError } from './errors.js';
+import type { LedgerEntry, StoredRecord } from './format/header.js';
+
+export type { LedgerEntry } from './format/header.js';
 
 /** Where an effect stands. */
 export type EffectStatus = 'pending' | 'done' | 'failed';
@@ -43,17 +46,6 @@ export interface EffectRetention {
 /** Defaults of EffectRetention. */
 export const DEFAULT_EFFECT_RETENTION: Required<EffectRetention> = Object.freeze({ keepForMs: 24 * 3_600_000, keepLast: 10_000 });
 
-/** A ledger change as stored in a frame header: [token, record] or [token, null] when dropped. */
-export type LedgerEntry = [string, StoredRecord | null];
-
-/** The stored form of a record (its token is the entry's key). */
-export interface StoredRecord {
-  s: EffectStatus;
-  t0: number;
-  t1?: number;
-  r?: unknown;
-  e?: { name: string; message: string; code?: string };
-}
 
 /** An immutable ledger: replaced, never changed, so a capture can hold it by reference. */
 export type Ledger = ReadonlyMap<string, EffectRecord>;

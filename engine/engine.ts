@@ -12,9 +12,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError, describeCause, isStatefoldError } from './errors.js';
-import { Capturer, snapshotValue, thaw, type Capture, type Op, type UpdateMode } from './diff.js';
-import { decodeValue, encodeValue } from './codec.js';
-import { decodeFrame, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './frame.js';
+import { Capturer, snapshotValue, thaw, type Capture, type UpdateMode } from './diff.js';
+import type { Op } from './format/ops.js';
+import { decodeValue, encodeValue } from './format/values.js';
+import { decodeFrame, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './format/frame.js';
 import { applyOps } from './patch.js';
 import { StreamKeys } from './keys.js';
 import { listLog } from './log.js';
@@ -627,11 +628,11 @@ export class SnapshotEngine<S = unknown> {
       const seq = c.seq + 1;
       const resolver = this.#capturer.resolverFor(task.capture.id);
       const header = (kind: FrameKind): FrameHeader => {
-        const h: FrameHeader = { stream: this.stream, seq, epoch: this.epoch, writer: this.#writer, createdAt: task.createdAt, base: kind === 'base' ? seq : c.baseSeq };
+        const h: FrameHeader = { stream: this.stream, seq, epoch: this.epoch, writer: this.#writer, createdAt: task.createdAt, baseSeq: kind === 'base' ? seq : c.baseSeq };
         if (kind === 'delta') h.parent = c.crc;
         if (task.meta !== undefined) h.meta = task.meta;
         const effects = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
-        if (effects.length > 0) h.effects = effects;
+        if (effects.length > 0) h.ledger = effects;
         return h;
       };
       let kind: FrameKind = this.#needBase || c.tree === undefined || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
@@ -668,7 +669,7 @@ export class SnapshotEngine<S = unknown> {
       let tree: unknown;
       if (landed.kind === 'base') tree = decodePayload(landed, origin);
       else if (c.tree !== undefined && landed.header.parent === c.crc) tree = applyOps(thaw(c.tree), decodePayload(landed, origin) as Op[]);
-      this.#committed = { seq, crc: landed.crc, tree, meta: landed.header.meta, baseSeq: landed.header.base!, baseBytes: 0, deltaBytes: 0 };
+      this.#committed = { seq, crc: landed.crc, tree, meta: landed.header.meta, baseSeq: landed.header.baseSeq!, baseBytes: 0, deltaBytes: 0 };
       this.#nextKey = this.#keys.slot(seq + 1);
       this.#needBase = true;
     }

@@ -10,7 +10,7 @@
  */
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError } from './errors.js';
-import { decodeFrame, type Frame, type FrameLimits } from './frame.js';
+import { decodeFrame, type Frame, type FrameLimits } from './format/frame.js';
 import { StreamKeys } from './keys.js';
 
 /** One seq's keys, in order. */

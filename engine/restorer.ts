@@ -5,11 +5,11 @@
  */
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError, isStatefoldError } from './errors.js';
-import { DEFAULT_LIMITS, decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './frame.js';
+import { DEFAULT_LIMITS, decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './format/frame.js';
 import { StreamKeys } from './keys.js';
 import { listLog, mapLimit, readFrame, tailKey, vanished, type LogListing, type Slot } from './log.js';
 import { PatchMismatch, applyOps } from './patch.js';
-import type { Op } from './diff.js';
+import type { Op } from './format/ops.js';
 import { EMPTY_LEDGER, applyEntries, type EffectRecord, type Ledger } from './effects.js';
 
 /** Options of `restore`. */
@@ -171,7 +171,7 @@ async function listFrom(store: Store, keys: StreamKeys, limits: FrameLimits, opt
       bytes: frame.bytes,
       createdAt: frame.header.createdAt,
       meta: decodeMeta(frame, { stream, key, seq: slot.seq }),
-      base: frame.header.base!,
+      base: frame.header.baseSeq!,
       epoch: frame.header.epoch,
       effects: [...applyLedger(frame, keys, slot.seq, key, EMPTY_LEDGER).values()],
     };
@@ -229,7 +229,7 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
   const last = await frameAt(target);
   const lastKey = tailKey(bySeq.get(target)!);
   const kind = checkpointKind(last, keys, target, lastKey);
-  const baseSeq = last.header.base!;
+  const baseSeq = last.header.baseSeq!;
   const chain = [] as number[];
   for (let s = baseSeq; s < target; s++) chain.push(s);
   const earlier = await mapLimit(chain, options.concurrency ?? 16, (s) => frameAt(s));
@@ -243,7 +243,7 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
     if (i === 0 && k !== 'base') throw corrupt(stream, s, key, `expected the base of seq ${target}'s chain, found a ${k}`);
     if (i > 0) {
       if (k !== 'delta') throw corrupt(stream, s, key, `expected a delta in the chain of seq ${target}, found a ${k}`);
-      if (frame.header.base !== baseSeq) throw corrupt(stream, s, key, `delta names base ${frame.header.base}, the chain's base is ${baseSeq}`);
+      if (frame.header.baseSeq !== baseSeq) throw corrupt(stream, s, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${baseSeq}`);
       if (frame.header.parent !== frames[i - 1]!.crc) throw corrupt(stream, s, key, `delta does not apply to the stored seq ${s - 1} (parent checksum differs)`);
     }
   }
@@ -282,7 +282,7 @@ export async function restoreFrom<S>(store: Store, view: CommittedView, seq: num
 
 function applyLedger(frame: Frame, keys: StreamKeys, seq: number, key: string, ledger: Ledger): Ledger {
   try {
-    return applyEntries(ledger, frame.header.effects);
+    return applyEntries(ledger, frame.header.ledger);
   } catch (err) {
     throw corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
   }

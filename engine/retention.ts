@@ -4,7 +4,7 @@
  */
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError } from './errors.js';
-import { DEFAULT_LIMITS, type Frame, type FrameLimits } from './frame.js';
+import { DEFAULT_LIMITS, type Frame, type FrameLimits } from './format/frame.js';
 import { StreamKeys } from './keys.js';
 import { listLog, readFrame, tailKey } from './log.js';
 import { assertStore, committedView } from './restorer.js';
@@ -108,7 +108,7 @@ export async function gc(store: Store, stream: string, retention: Retention, opt
   const keepFrom = slots[keep]!.seq;
   // Keep the base of the oldest kept checkpoint, so that it still restores.
   const first = await read(keep);
-  const cut = Math.min(keepFrom, first.header.base ?? keepFrom);
+  const cut = Math.min(keepFrom, first.header.baseSeq ?? keepFrom);
   const signalOpt = options.signal ? { signal: options.signal } : undefined;
   // First the floor: from the moment it exists, readers treat every seq below it as deleted, so
   // an interrupted gc never leaves a listed seq that cannot be restored.

@@ -6,21 +6,23 @@
  *   0      4     magic "SFLD"
  *   4      1     format version (1)
  *   5      1     kind: 1 base, 2 delta, 3 fence
- *   6      1     codec: 0 msgpack, 1 msgpack + lz4 block
+ *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
  *   7      1     flags (0)
  *   8      4     header length H (u32 LE)
  *   12     4     payload length P, as stored (u32 LE)
  *   16     4     payload length uncompressed (u32 LE)
- *   20     H     header: msgpack map, one-letter keys (see STORED_NAMES): stream, seq, epoch,
- *                writer, createdAt, base, parent, meta, effects
+ *   20     H     header: msgpack map, one-letter keys (see header.ts): stream, seq, epoch,
+ *                writer, createdAt, baseSeq, parent, meta, ledger
  *   20+H   P     payload: msgpack of the base state or of the delta's operations
  *   20+H+P 4     CRC-32 of every byte before it (u32 LE)
  */
 import { crc32 } from 'node:zlib';
-import lz4 from 'lz4';
-import { StatefoldError } from './errors.js';
-import { decodeValue, encodeValue } from './codec.js';
-import type { LedgerEntry } from './effects.js';
+import { StatefoldError } from '../errors.js';
+import { COMPRESSIONS, NONE, WRITE_COMPRESSION, asBuffer } from './compression.js';
+import { fromStoredHeader, toStoredHeader, type FrameHeader } from './header.js';
+import { decodeValue, encodeValue } from './values.js';
+
+export type { FrameHeader } from './header.js';
 
 export const MAGIC = 0x444c4653; // "SFLD" read as u32 LE
 export const FORMAT_VERSION = 1;
@@ -31,30 +33,6 @@ const TRAILER = 4;
 export type FrameKind = 'base' | 'delta' | 'fence';
 const KIND_CODE: Record<FrameKind, number> = { base: 1, delta: 2, fence: 3 };
 const CODE_KIND: Record<number, FrameKind> = { 1: 'base', 2: 'delta', 3: 'fence' };
-export const CODEC_RAW = 0;
-export const CODEC_LZ4 = 1;
-
-/** The header of a frame, as written and read. */
-export interface FrameHeader {
-  /** The stream id, in full (keys hold only its encoding). */
-  stream: string;
-  /** The seq this frame belongs to. */
-  seq: number;
-  /** Writer epoch of the engine that wrote it. */
-  epoch: number;
-  /** Random id of the engine instance that wrote it (hex). */
-  writer: string;
-  /** Milliseconds since the epoch, when the checkpoint was captured. */
-  createdAt: number;
-  /** Delta: the seq of the base its chain starts from. Base: its own seq. */
-  base?: number;
-  /** Delta: CRC-32 of the frame of seq - 1, which it applies to. */
-  parent?: number;
-  /** Caller's meta, encoded (msgpack bytes), absent when none was given. */
-  meta?: Uint8Array;
-  /** Effect ledger: all of it in a base, what changed since seq - 1 in a delta. */
-  effects?: LedgerEntry[];
-}
 
 /** A frame read back and verified. */
 export interface Frame {
@@ -64,7 +42,9 @@ export interface Frame {
   crc: number;
   /** Total size of the stored object in bytes. */
   bytes: number;
-  codec: number;
+  /** The stored compression byte (see compression.ts). */
+  compression: number;
+  /** Length of the payload uncompressed. */
   rawLength: number;
   /** The payload as stored (compressed or not); decode with decodePayload. */
   payload: Uint8Array;
@@ -79,19 +59,12 @@ export interface FrameLimits {
 /** Default limit: 1 GiB of uncompressed state per frame. */
 export const DEFAULT_LIMITS: FrameLimits = { maxPayloadBytes: 1 << 30 };
 
-/** Builds a frame: header, payload compressed with lz4 when that makes it smaller, checksum. */
+/** Builds a frame: header, payload compressed (WRITE_COMPRESSION) when that makes it smaller, checksum. */
 export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array): Uint8Array {
   const head = encodeValue(toStoredHeader(header));
-  let codec = CODEC_RAW;
-  let payload = raw;
-  if (raw.byteLength >= 64) {
-    const out = Buffer.allocUnsafe(lz4.encodeBound(raw.byteLength));
-    const n = lz4.encodeBlock(asBuffer(raw), out);
-    if (n > 0 && n < raw.byteLength) {
-      codec = CODEC_LZ4;
-      payload = out.subarray(0, n);
-    }
-  }
+  const compressed = WRITE_COMPRESSION.compress(raw);
+  const compression = compressed === undefined ? NONE : WRITE_COMPRESSION;
+  const payload = compressed ?? raw;
   if (raw.byteLength > 0xffffffff || payload.byteLength > 0xffffffff) {
     throw new StatefoldError('INVALID_STATE', `seq ${header.seq}: payload of ${raw.byteLength} bytes exceeds the 4 GiB frame limit`, { stream: header.stream, seq: header.seq });
   }
@@ -100,7 +73,7 @@ export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Arra
   frame.writeUInt32LE(MAGIC, 0);
   frame[4] = FORMAT_VERSION;
   frame[5] = KIND_CODE[kind];
-  frame[6] = codec;
+  frame[6] = compression.id;
   frame[7] = 0;
   frame.writeUInt32LE(head.byteLength, 8);
   frame.writeUInt32LE(payload.byteLength, 12);
@@ -145,12 +118,12 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   if (crc32(buf.subarray(0, buf.byteLength - TRAILER)) !== crc) fail('checksum mismatch (damaged object)');
   const kind = CODE_KIND[buf[5]!];
   if (kind === undefined) fail(`unknown frame kind ${buf[5]}`);
-  const codec = buf[6]!;
-  if (codec !== CODEC_RAW && codec !== CODEC_LZ4) fail(`unknown codec ${codec}`);
-  if (codec === CODEC_RAW && rawLength !== payloadLength) fail('uncompressed frame with two different lengths');
-  // Bounded reads: never allocate what a header claims beyond what lz4 could expand to or the limit.
+  const compression = COMPRESSIONS.get(buf[6]!);
+  if (compression === undefined) fail(`unknown compression ${buf[6]}`);
+  // Bounded reads: never allocate what a header claims beyond what the compression could expand to or the limit.
+  const lengths = compression!.checkLengths(payloadLength, rawLength);
+  if (lengths !== undefined) fail(lengths);
   if (rawLength > limits.maxPayloadBytes) fail(`payload of ${rawLength} bytes exceeds the limit of ${limits.maxPayloadBytes}`);
-  if (codec === CODEC_LZ4 && rawLength > payloadLength * 255 + 64) fail(`payload claims ${rawLength} bytes, more than ${payloadLength} compressed bytes can hold`);
   let header: FrameHeader;
   try {
     header = fromStoredHeader(decodeValue(buf.subarray(FIXED, FIXED + headLength)));
@@ -162,14 +135,14 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   }
   if (header.stream !== origin.stream) fail(`frame belongs to stream ${JSON.stringify(header.stream)} (copied in from another stream?)`);
   if (header.seq !== origin.seq) fail(`frame is seq ${header.seq}, not ${origin.seq} (copied in from another seq?)`);
-  if (kind === 'delta' && (!Number.isSafeInteger(header.base) || typeof header.parent !== 'number' || header.base! >= header.seq)) fail('delta frame without a valid base and parent');
-  if (kind === 'base' && header.base !== header.seq) fail('base frame whose base is not itself');
+  if (kind === 'delta' && (!Number.isSafeInteger(header.baseSeq) || typeof header.parent !== 'number' || header.baseSeq! >= header.seq)) fail('delta frame without a valid base and parent');
+  if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
   return {
     kind: kind!,
     header,
     crc,
     bytes: buf.byteLength,
-    codec,
+    compression: compression!.id,
     rawLength,
     payload: buf.subarray(FIXED + headLength, FIXED + headLength + payloadLength),
   };
@@ -178,14 +151,8 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
 /** Decompresses and decodes a verified frame's payload. */
 export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
   try {
-    let raw = frame.payload;
-    if (frame.codec === CODEC_LZ4) {
-      const out = Buffer.allocUnsafe(frame.rawLength);
-      const n = lz4.decodeBlock(asBuffer(frame.payload), out);
-      if (n !== frame.rawLength) throw new Error(`lz4 block decoded to ${n} bytes, expected ${frame.rawLength}`);
-      raw = out;
-    }
-    return decodeValue(raw);
+    const compression = COMPRESSIONS.get(frame.compression)!;
+    return decodeValue(compression.decompress(frame.payload, frame.rawLength));
   } catch (err) {
     throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`, {
       stream: origin.stream,
@@ -206,36 +173,3 @@ export function decodeMeta(frame: Frame, origin: FrameOrigin): unknown {
   }
 }
 
-/**
- * Header field names as stored: one letter each, since a delta of a small change is only a few
- * hundred bytes and the header is paid on every one of them.
- */
-const STORED_NAMES: [keyof FrameHeader, string][] = [
-  ['stream', 's'],
-  ['seq', 'q'],
-  ['epoch', 'e'],
-  ['writer', 'w'],
-  ['createdAt', 't'],
-  ['base', 'b'],
-  ['parent', 'p'],
-  ['meta', 'm'],
-  ['effects', 'x'],
-];
-
-function toStoredHeader(h: FrameHeader): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, short] of STORED_NAMES) if (h[name] !== undefined) out[short] = h[name];
-  return out;
-}
-
-function fromStoredHeader(raw: unknown): FrameHeader {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('header is not a map');
-  const stored = raw as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const [name, short] of STORED_NAMES) if (stored[short] !== undefined) out[name] = stored[short];
-  return out as unknown as FrameHeader;
-}
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}

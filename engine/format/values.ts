@@ -1,10 +1,10 @@
 /**
- * Encode: state values to msgpack bytes and back, keeping what msgpack alone loses: -0,
+ * The value codec: state values to msgpack bytes and back, keeping what msgpack alone loses: -0,
  * Date, every typed array with its class, and keys such as `__proto__` (which msgpackr renames
  * on decode for safety). Those values travel as one private msgpack extension, `Tagged`.
  */
 import { Packr, Unpackr, addExtension } from 'msgpackr';
-import { Kind, bytesOf, classify, setOwn, typedArrayCode, typedArrayFromBytes, type TypedArray } from './value.js';
+import { Kind, bytesOf, classify, setOwn, typedArrayCode, typedArrayFromBytes, type TypedArray } from '../value.js';
 
 /** msgpack extension type of statefold's tagged values (stored in frames: never change). */
 const EXT_TYPE = 0x46;

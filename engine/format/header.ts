@@ -1,0 +1,68 @@
+/**
+ * Frame headers: what every frame says about itself, and how that is stored (a msgpack map with
+ * one-letter keys, since a delta of a small change is only a few hundred bytes and the header is
+ * paid on every one of them).
+ */
+
+/** The header of a frame, as written and read. */
+export interface FrameHeader {
+  /** The stream id, in full (keys hold only its encoding). */
+  stream: string;
+  /** The seq this frame belongs to. */
+  seq: number;
+  /** Writer epoch of the engine that wrote it. */
+  epoch: number;
+  /** Random id of the engine instance that wrote it (hex). */
+  writer: string;
+  /** Milliseconds since the epoch, when the checkpoint was captured. */
+  createdAt: number;
+  /** Delta: the seq of the base its chain starts from. Base: its own seq. */
+  baseSeq?: number;
+  /** Delta: CRC-32 of the frame of seq - 1, which it applies to. */
+  parent?: number;
+  /** Caller's meta, encoded (msgpack bytes), absent when none was given. */
+  meta?: Uint8Array;
+  /** Effect ledger entries: all of the ledger in a base, what changed since seq - 1 in a delta. */
+  ledger?: LedgerEntry[];
+}
+
+/** A ledger change as stored in a frame header: [token, record], or [token, null] when dropped. */
+export type LedgerEntry = [string, StoredRecord | null];
+
+/** The stored form of an effect record (its token is the entry's key). */
+export interface StoredRecord {
+  s: 'pending' | 'done' | 'failed';
+  t0: number;
+  t1?: number;
+  r?: unknown;
+  e?: { name: string; message: string; code?: string };
+}
+
+/** Header field names as stored (never change one: v1 frames are read forever). */
+const STORED_NAMES: [keyof FrameHeader, string][] = [
+  ['stream', 's'],
+  ['seq', 'q'],
+  ['epoch', 'e'],
+  ['writer', 'w'],
+  ['createdAt', 't'],
+  ['baseSeq', 'b'],
+  ['parent', 'p'],
+  ['meta', 'm'],
+  ['ledger', 'x'],
+];
+
+/** The header as the map that is stored. */
+export function toStoredHeader(h: FrameHeader): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, short] of STORED_NAMES) if (h[name] !== undefined) out[short] = h[name];
+  return out;
+}
+
+/** The header from its stored map; throws when it is not a map (fields are checked by decodeFrame). */
+export function fromStoredHeader(raw: unknown): FrameHeader {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('header is not a map');
+  const stored = raw as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [name, short] of STORED_NAMES) if (stored[short] !== undefined) out[name] = stored[short];
+  return out as unknown as FrameHeader;
+}
