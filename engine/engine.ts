@@ -17,10 +17,12 @@ import type { Op } from './format/ops.js';
 import { decodeValue, encodeValue } from './format/values.js';
 import { decodeFrame, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './format/frame.js';
 import { applyOps } from './patch.js';
-import { StreamKeys } from './keys.js';
-import { listLog } from './log.js';
+import { assertStore, limitsOf } from './args.js';
+import { committedView } from './log/committed.js';
+import { StreamKeys } from './log/keys.js';
+import { listLog } from './log/listing.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
-import { assertStore, chainOfRestored, committedView, ledgerOfRestored, limitsOf, restoreFrom } from './restorer.js';
+import { chainOfRestored, ledgerOfRestored, restoreFrom } from './restorer.js';
 import {
   EMPTY_LEDGER,
   assertToken,

@@ -4,10 +4,13 @@
  * onto the base in order.
  */
 import type { Store } from '../storage-adapters/store.js';
+import { assertOptions, assertSeq, assertStore, limitsOf } from './args.js';
 import { StatefoldError, isStatefoldError } from './errors.js';
-import { DEFAULT_LIMITS, decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './format/frame.js';
-import { StreamKeys } from './keys.js';
-import { listLog, mapLimit, readFrame, tailKey, vanished, type LogListing, type Slot } from './log.js';
+import { decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from './format/frame.js';
+import { committedView, type CommittedView } from './log/committed.js';
+import { StreamKeys } from './log/keys.js';
+import { listLog, tailKey, type LogListing } from './log/listing.js';
+import { mapLimit, readFrame, vanished } from './log/read.js';
 import { PatchMismatch, applyOps } from './patch.js';
 import type { Op } from './format/ops.js';
 import { EMPTY_LEDGER, applyEntries, type EffectRecord, type Ledger } from './effects.js';
@@ -178,25 +181,6 @@ async function listFrom(store: Store, keys: StreamKeys, limits: FrameLimits, opt
   });
 }
 
-/** The committed part of a log: every slot up to the newest committed one. */
-export interface CommittedView {
-  log: LogListing;
-  /** Committed slots, ascending (a trailing slot that holds only a fence is left out). */
-  slots: Slot[];
-  /** The last listed slot and its decoding frame, read to tell a fence from a checkpoint. */
-  tailSlot: Slot | undefined;
-  tailFrame: Frame | undefined;
-}
-
-/** Reads the tail of a listed log to tell whether its last slot is committed. */
-export async function committedView(store: Store, log: LogListing, limits: FrameLimits, signal?: AbortSignal): Promise<CommittedView> {
-  const tailSlot = log.slots[log.slots.length - 1];
-  if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
-  const tailFrame = await readFrame(store, log.keys, tailSlot.seq, tailKey(tailSlot), limits, signal);
-  const slots = tailFrame.kind === 'fence' ? log.slots.slice(0, -1) : log.slots;
-  return { log, slots, tailSlot, tailFrame };
-}
-
 /** Restores `seq` (or the newest) from a committed view. */
 export async function restoreFrom<S>(store: Store, view: CommittedView, seq: number | undefined, limits: FrameLimits, options: { signal?: AbortSignal; concurrency?: number } = {}): Promise<Restored<S>> {
   const keys = view.log.keys;
@@ -316,38 +300,3 @@ function corrupt(stream: string, seq: number, key: string, why: string, cause?: 
   return new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${why}`, { stream, seq, key, cause });
 }
 
-/** Throws INVALID_ARGUMENT unless `seq` is a positive safe integer. */
-export function assertSeq(seq: unknown, stream: string): asserts seq is number {
-  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
-    const shown = typeof seq === 'number' ? String(seq) : `${JSON.stringify(seq) ?? String(seq)} (a ${typeof seq})`;
-    throw new StatefoldError('INVALID_ARGUMENT', `stream ${JSON.stringify(stream)}: seq ${shown} is not a positive integer`, { stream });
-  }
-}
-
-/** Throws INVALID_ARGUMENT unless `store` has the four Store methods. */
-export function assertStore(store: unknown, op: string): asserts store is Store {
-  const s = store as Partial<Store> | null | undefined;
-  if (s === null || typeof s !== 'object' || typeof s.get !== 'function' || typeof s.putIfAbsent !== 'function' || typeof s.list !== 'function' || typeof s.delete !== 'function') {
-    throw new StatefoldError('INVALID_ARGUMENT', `${op}: store must be a Store (MemoryStore, FileStore, S3Store, or an object with get, putIfAbsent, list and delete)`);
-  }
-}
-
-/** Returns `options` (an object, or {} for undefined), checking `concurrency` when present. */
-export function assertOptions<T extends { concurrency?: number }>(options: T | undefined, op: string): T {
-  if (options === undefined) return {} as T;
-  if (options === null || typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', `${op}: options must be an object`);
-  const c = options.concurrency;
-  if (c !== undefined && (!Number.isSafeInteger(c) || c < 1)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `${op}: concurrency ${String(c)} is not a positive integer`);
-  }
-  return options;
-}
-
-/** Frame limits from an optional maxPayloadBytes. */
-export function limitsOf(maxPayloadBytes: number | undefined): FrameLimits {
-  if (maxPayloadBytes === undefined) return DEFAULT_LIMITS;
-  if (!Number.isSafeInteger(maxPayloadBytes) || maxPayloadBytes < 1) {
-    throw new StatefoldError('INVALID_ARGUMENT', `maxPayloadBytes ${String(maxPayloadBytes)} is not a positive integer`);
-  }
-  return { maxPayloadBytes };
-}

@@ -5,9 +5,11 @@
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError } from './errors.js';
 import { DEFAULT_LIMITS, type Frame, type FrameLimits } from './format/frame.js';
-import { StreamKeys } from './keys.js';
-import { listLog, readFrame, tailKey } from './log.js';
-import { assertStore, committedView } from './restorer.js';
+import { assertStore } from './args.js';
+import { committedView } from './log/committed.js';
+import { StreamKeys } from './log/keys.js';
+import { listLog, tailKey } from './log/listing.js';
+import { readFrame } from './log/read.js';
 
 /** Which checkpoints to keep: those among the last `keepLast`, and those younger than `keepForMs`. */
 export interface Retention {

@@ -8,10 +8,8 @@
  * key was taken by a fence of a higher epoch knows it has been fenced. The last key of a slot
  * decides it: a checkpoint frame means `seq` is committed, a fence means it is not yet.
  */
-import type { Store } from '../storage-adapters/store.js';
-import { StatefoldError } from './errors.js';
-import { decodeFrame, type Frame, type FrameLimits } from './format/frame.js';
-import { StreamKeys } from './keys.js';
+import type { Store } from '../../storage-adapters/store.js';
+import type { StreamKeys } from './keys.js';
 
 /** One seq's keys, in order. */
 export interface Slot {
@@ -34,7 +32,7 @@ export interface LogListing {
 
 /**
  * Lists the log of a stream. Slots below the retention floor are set apart: retention has
- * deleted them, or is deleting them, and keeps their fences (see engine/retention.ts).
+ * deleted them, or is deleting them, and keeps their fences (see retention.ts).
  */
 export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<LogListing> {
   const listed = await store.list(keys.root, signal ? { signal } : undefined);
@@ -63,43 +61,4 @@ export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSign
 /** The key that decides a slot: its last. */
 export function tailKey(slot: Slot): string {
   return slot.keys[slot.keys.length - 1]!;
-}
-
-/** Marks a NOT_FOUND thrown because a listed object was deleted between the listing and the read. */
-export const VANISHED = Symbol('statefold.vanished');
-
-/** True when `err` says a listed object was deleted before it could be read (list again). */
-export function vanished(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[VANISHED] === true;
-}
-
-/** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
-export async function readFrame(store: Store, keys: StreamKeys, seq: number, key: string, limits: FrameLimits, signal?: AbortSignal): Promise<Frame> {
-  const bytes = await store.get(key, signal ? { signal } : undefined);
-  if (bytes === undefined) {
-    const err = new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`, { stream: keys.stream, seq, key });
-    Object.defineProperty(err, VANISHED, { value: true });
-    throw err;
-  }
-  return decodeFrame(bytes, { stream: keys.stream, key, seq }, limits);
-}
-
-/** Runs `fn` over `items` with at most `limit` at once, keeping order in the result. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  let failed: unknown;
-  const worker = async (): Promise<void> => {
-    while (next < items.length && failed === undefined) {
-      const i = next++;
-      try {
-        out[i] = await fn(items[i]!, i);
-      } catch (err) {
-        failed ??= err;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failed !== undefined) throw failed;
-  return out;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { StatefoldError } from './errors.js';
+import { StatefoldError } from '../errors.js';
 
 /** Longest stream id accepted, in UTF-8 bytes. */
 export const MAX_STREAM_ID_BYTES = 512;
@@ -44,7 +44,10 @@ export function hex16(n: number): string {
   return n.toString(16).padStart(16, '0');
 }
 
-/** The layout of one stream's keys: `<stream>/log/<slot>` (see engine/log.ts for slots). */
+/**
+ * The layout of one stream's keys: `<stream>/log/<seq>[.<epoch>]` (see listing.ts for slots) and
+ * `<stream>/gc/<seq>` (retention floors). The engine owns key naming; stores only see keys.
+ */
 export class StreamKeys {
   readonly stream: string;
   /** Prefix of every key of this stream. */
@@ -52,10 +55,10 @@ export class StreamKeys {
   /** Prefix of the stream's log: one or more keys per seq. */
   readonly log: string;
 
-  constructor(stream: string, namespace = '') {
+  constructor(stream: string) {
     assertStreamId(stream);
     this.stream = stream;
-    this.root = `${namespace}${encodeStreamId(stream)}/`;
+    this.root = `${encodeStreamId(stream)}/`;
     this.log = `${this.root}log/`;
   }
 
@@ -69,7 +72,7 @@ export class StreamKeys {
     return `${this.log}${hex16(seq)}.${hex16(epoch)}`;
   }
 
-  /** Prefix of the stream's retention floors (see engine/retention.ts). */
+  /** Prefix of the stream's retention floors (see retention.ts). */
   get floors(): string {
     return `${this.root}gc/`;
   }

@@ -1,0 +1,29 @@
+/**
+ * The committed part of a listed log. A slot is committed when its last key holds a checkpoint;
+ * only the newest slot can end in a fence (an engine claimed it and has not committed yet), so
+ * reading the tail frame is enough to tell.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import type { Frame, FrameLimits } from '../format/frame.js';
+import type { LogListing, Slot } from './listing.js';
+import { tailKey } from './listing.js';
+import { readFrame } from './read.js';
+
+/** The committed part of a log: every slot up to the newest committed one. */
+export interface CommittedView {
+  log: LogListing;
+  /** Committed slots, ascending (a trailing slot that holds only a fence is left out). */
+  slots: Slot[];
+  /** The last listed slot and its decoding frame, read to tell a fence from a checkpoint. */
+  tailSlot: Slot | undefined;
+  tailFrame: Frame | undefined;
+}
+
+/** Reads the tail of a listed log to tell whether its last slot is committed. */
+export async function committedView(store: Store, log: LogListing, limits: FrameLimits, signal?: AbortSignal): Promise<CommittedView> {
+  const tailSlot = log.slots[log.slots.length - 1];
+  if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
+  const tailFrame = await readFrame(store, log.keys, tailSlot.seq, tailKey(tailSlot), limits, signal);
+  const slots = tailFrame.kind === 'fence' ? log.slots.slice(0, -1) : log.slots;
+  return { log, slots, tailSlot, tailFrame };
+}

@@ -1,0 +1,48 @@
+/**
+ * Reading frames of a listed log: one verified frame per key, and many with bounded concurrency.
+ * A listed object may vanish before it is read (retention deleted it behind a newer base); that is
+ * told apart from damage so that readers can list again.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import { StatefoldError } from '../errors.js';
+import { decodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
+import type { StreamKeys } from './keys.js';
+
+/** Marks a NOT_FOUND thrown because a listed object was deleted between the listing and the read. */
+export const VANISHED = Symbol('statefold.vanished');
+
+/** True when `err` says a listed object was deleted before it could be read (list again). */
+export function vanished(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[VANISHED] === true;
+}
+
+/** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
+export async function readFrame(store: Store, keys: StreamKeys, seq: number, key: string, limits: FrameLimits, signal?: AbortSignal): Promise<Frame> {
+  const bytes = await store.get(key, signal ? { signal } : undefined);
+  if (bytes === undefined) {
+    const err = new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`, { stream: keys.stream, seq, key });
+    Object.defineProperty(err, VANISHED, { value: true });
+    throw err;
+  }
+  return decodeFrame(bytes, { stream: keys.stream, key, seq }, limits);
+}
+
+/** Runs `fn` over `items` with at most `limit` at once, keeping order in the result. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  let failed: unknown;
+  const worker = async (): Promise<void> => {
+    while (next < items.length && failed === undefined) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!, i);
+      } catch (err) {
+        failed ??= err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failed !== undefined) throw failed;
+  return out;
+}
