@@ -16,13 +16,13 @@ import { Capturer, snapshotValue, thaw, type Capture, type UpdateMode } from './
 import type { Op } from './format/ops.js';
 import { decodeValue, encodeValue } from './format/values.js';
 import { decodeFrame, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './format/frame.js';
-import { applyOps } from './patch.js';
+import { applyOps } from './restore/fold.js';
 import { assertStore, limitsOf } from './args.js';
 import { committedView } from './log/committed.js';
 import { StreamKeys } from './log/keys.js';
 import { listLog } from './log/listing.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
-import { chainOfRestored, ledgerOfRestored, restoreFrom } from './restorer.js';
+import { readChain } from './restore/chain.js';
 import {
   EMPTY_LEDGER,
   assertToken,
@@ -35,7 +35,7 @@ import {
   type Ledger,
   type LedgerEntry,
   type PendingPolicy,
-} from './effects.js';
+} from './effects/ledger.js';
 import { gc, resolveRetention, type GcReport, type Retention } from './retention.js';
 
 /** Options of `SnapshotEngine.open`. */
@@ -252,12 +252,10 @@ export class SnapshotEngine<S = unknown> {
       let committed: Committed = { seq: 0, crc: 0, tree: undefined, meta: undefined, baseSeq: 0, baseBytes: 0, deltaBytes: 0 };
       let ledger: Ledger = EMPTY_LEDGER;
       if (view.slots.length > 0) {
-        const restored = await restoreFrom<unknown>(store, view, undefined, limits);
-        ledger = ledgerOfRestored(restored);
-        const chain = chainOfRestored(restored);
-        capturer.seed(restored.state);
-        const meta = restored.meta === undefined ? undefined : encodeValue(snapshotValue(restored.meta, 'meta'));
-        committed = { seq: restored.seq, crc: chain.crc, tree: capturer.tree, meta, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
+        const chain = await readChain<unknown>(store, view, undefined, limits);
+        ledger = chain.ledger;
+        capturer.seed(chain.restored.state);
+        committed = { seq: chain.restored.seq, crc: chain.crc, tree: capturer.tree, meta: chain.metaBytes, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
       }
       return new SnapshotEngine<S>({
         store,

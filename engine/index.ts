@@ -1,9 +1,9 @@
 /** statefold: incremental, crash-safe checkpoints of long-running agent state. */
 export { SnapshotEngine } from './engine.js';
 export type { EngineOptions, CheckpointOptions, CheckpointInfo, EffectOptions } from './engine.js';
-export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects.js';
-export { restore, listCheckpoints } from './restorer.js';
-export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restorer.js';
+export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects/ledger.js';
+export { restore, listCheckpoints } from './restore/index.js';
+export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restore/index.js';
 export type { Policy } from './policy.js';
 export { gc } from './retention.js';
 export type { Retention, GcReport } from './retention.js';

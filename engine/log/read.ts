@@ -46,3 +46,24 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   if (failed !== undefined) throw failed;
   return out;
 }
+
+/**
+ * Runs a read that lists the log first, again from a new listing when an object it listed was
+ * deleted before it could be read: a writer's retention deletes behind a newer base, which the
+ * new listing shows. Bounded; the last attempt's error stands.
+ */
+export async function relistOnVanish<T>(read: () => Promise<T>): Promise<T> {
+  const attempts = 10;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!vanished(err)) throw err;
+      if (attempt >= attempts) {
+        // Not NOT_FOUND: the stream exists, and a caller must not take it for a new one.
+        const e = err as StatefoldError;
+        throw new StatefoldError('STORAGE', `${e.message}; retention deleted what ${attempts} listings in a row named before it could be read: the stream is trimmed faster than it can be read (keep more history, or retry)`, { stream: e.stream, seq: e.seq, key: e.key, cause: err });
+      }
+    }
+  }
+}

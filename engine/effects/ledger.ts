@@ -4,10 +4,10 @@
  * runs), then `done` with its result or `failed` with its error. Bases carry the whole ledger;
  * deltas carry what changed since the seq before.
  */
-import { StatefoldError } from './errors.js';
-import type { LedgerEntry, StoredRecord } from './format/header.js';
+import { StatefoldError } from '../errors.js';
+import type { LedgerEntry, StoredRecord } from '../format/header.js';
 
-export type { LedgerEntry } from './format/header.js';
+export type { LedgerEntry } from '../format/header.js';
 
 /** Where an effect stands. */
 export type EffectStatus = 'pending' | 'done' | 'failed';

@@ -4,8 +4,8 @@
  * is data and no patch can reach a prototype. A patch that does not fit the state is CORRUPT.
  */
 import { unescapePathComponent } from 'fast-json-patch';
-import { OP_ADD, OP_REMOVE, OP_REPLACE, type Op } from './format/ops.js';
-import { setOwn } from './value.js';
+import { OP_ADD, OP_REMOVE, OP_REPLACE, type Op } from '../format/ops.js';
+import { setOwn } from '../value.js';
 
 /** Thrown by applyOps when an operation does not fit; the restorer turns it into CORRUPT. */
 export class PatchMismatch extends Error {}

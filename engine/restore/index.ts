@@ -1,0 +1,34 @@
+/**
+ * Restore: list the stream's log, find the checkpoint asked for (the newest committed one by
+ * default), read its chain (chain.ts) and fold it; with `skipDamaged`, fall back past damage
+ * (skip-damaged.ts). Listing checkpoints is in list.ts.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import { assertOptions, assertSeq, assertStore, limitsOf } from '../args.js';
+import { committedView } from '../log/committed.js';
+import { StreamKeys } from '../log/keys.js';
+import { listLog } from '../log/listing.js';
+import { relistOnVanish } from '../log/read.js';
+import { readChain } from './chain.js';
+import { restoreIntact } from './skip-damaged.js';
+import type { Restored, RestoreOptions } from './types.js';
+
+export { listCheckpoints } from './list.js';
+export type { CheckpointEntry, ListCheckpointsOptions, Restored, RestoreOptions } from './types.js';
+
+/** Restores the state of a stream's newest committed checkpoint, or of `options.seq`. */
+export async function restore<S = unknown>(store: Store, stream: string, options: RestoreOptions = {}): Promise<Restored<S>> {
+  assertStore(store, 'restore');
+  options = assertOptions(options, 'restore');
+  const keys = new StreamKeys(stream);
+  if (options.seq !== undefined) assertSeq(options.seq, stream);
+  const limits = limitsOf(options.maxPayloadBytes);
+  return relistOnVanish(async () => {
+    const log = await listLog(store, keys, options.signal);
+    if (!options.skipDamaged) {
+      const view = await committedView(store, log, limits, options.signal);
+      return (await readChain<S>(store, view, options.seq, limits, options)).restored;
+    }
+    return restoreIntact<S>(store, log, options.seq, limits, options);
+  });
+}

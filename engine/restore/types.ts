@@ -1,0 +1,63 @@
+/** The public types of the read API: what restore and listCheckpoints take and give. */
+import type { StatefoldError } from '../errors.js';
+import type { EffectRecord } from '../effects/ledger.js';
+
+/** Options of `restore`. */
+export interface RestoreOptions {
+  /** The seq to restore; the newest committed checkpoint when absent. */
+  seq?: number;
+  /** Aborts the reads. */
+  signal?: AbortSignal;
+  /** Largest uncompressed frame payload accepted (default 1 GiB): a guard against damaged lengths. */
+  maxPayloadBytes?: number;
+  /** How many objects are read at once (default 16). */
+  concurrency?: number;
+  /**
+   * When the checkpoint asked for (or one its chain needs) is damaged or missing, restore the
+   * newest intact checkpoint before it instead of rejecting CORRUPT, and report what was skipped
+   * in `skipped` and `damage`. Off by default: damage is an error.
+   */
+  skipDamaged?: boolean;
+}
+
+/** A restored checkpoint. */
+export interface Restored<S = unknown> {
+  /** The state as it was captured at `seq`. */
+  state: S;
+  seq: number;
+  /** The meta given to `checkpoint`, or undefined. */
+  meta: unknown;
+  kind: 'base' | 'delta';
+  /** When the checkpoint was captured (ms since the epoch). */
+  createdAt: number;
+  /** The effect ledger as of `seq`: every token with its status (see `engine.effect`). */
+  effects: EffectRecord[];
+  /** With `skipDamaged`: the seqs newer than `seq`, up to the one asked for, that were passed over (empty otherwise). */
+  skipped: number[];
+  /** With `skipDamaged`: the CORRUPT errors that made restore pass them over. */
+  damage: StatefoldError[];
+}
+
+/** One entry of `listCheckpoints`. */
+export interface CheckpointEntry {
+  seq: number;
+  kind: 'base' | 'delta';
+  /** Size of the stored object in bytes. */
+  bytes: number;
+  /** When the checkpoint was captured (ms since the epoch). */
+  createdAt: number;
+  meta: unknown;
+  /** The seq of the base this checkpoint's chain starts from (its own seq for a base). */
+  base: number;
+  /** Writer epoch of the engine that committed it. */
+  epoch: number;
+  /** Effect records this checkpoint wrote (intents and outcomes); a base lists the whole ledger. */
+  effects: EffectRecord[];
+}
+
+/** Options of `listCheckpoints`. */
+export interface ListCheckpointsOptions {
+  signal?: AbortSignal;
+  maxPayloadBytes?: number;
+  concurrency?: number;
+}
