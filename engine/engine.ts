@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError, describeCause, isStatefoldError } from './errors.js';
-import { Capturer, snapshotValue, thaw, type Capture, type UpdateMode } from './diff.js';
+import { captureValue, createCapturer, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
 import type { Op } from './format/ops.js';
 import { decodeValue, encodeValue } from './format/values.js';
 import { decodeFrame, decodePayload, encodeFrame, type Frame, type FrameHeader, type FrameKind, type FrameLimits } from './format/frame.js';
@@ -248,14 +248,14 @@ export class SnapshotEngine<S = unknown> {
         await sleep(Math.min(50, 2 ** attempt) * Math.random());
         continue;
       }
-      const capturer = new Capturer(updates);
+      const capturer = createCapturer(updates);
       let committed: Committed = { seq: 0, crc: 0, tree: undefined, meta: undefined, baseSeq: 0, baseBytes: 0, deltaBytes: 0 };
       let ledger: Ledger = EMPTY_LEDGER;
       if (view.slots.length > 0) {
         const chain = await readChain<unknown>(store, view, undefined, limits);
         ledger = chain.ledger;
         capturer.seed(chain.restored.state);
-        committed = { seq: chain.restored.seq, crc: chain.crc, tree: capturer.tree, meta: chain.metaBytes, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
+        committed = { seq: chain.restored.seq, crc: chain.crc, tree: capturer.state, meta: chain.metaBytes, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
       }
       return new SnapshotEngine<S>({
         store,
@@ -415,12 +415,12 @@ export class SnapshotEngine<S = unknown> {
     if (options === undefined || options === null) return undefined;
     if (typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', `checkpoint stream ${JSON.stringify(this.stream)}: options must be an object`, { stream: this.stream });
     if (options.meta === undefined) return undefined;
-    return encodeValue(snapshotValue(options.meta, 'meta'));
+    return encodeValue(captureValue(options.meta, 'meta'));
   }
 
   /** Checkpoints the last captured state again (an effect's intent or outcome), with `meta`. */
   #enqueueUnchanged(meta: Uint8Array | undefined): Promise<CheckpointInfo> {
-    if (this.#capturer.tree === undefined && this.#committed.seq === 0 && this.#queue.length === 0) {
+    if (this.#capturer.state === undefined && this.#committed.seq === 0 && this.#queue.length === 0) {
       return Promise.reject(
         new StatefoldError('INVALID_STATE', `effect on stream ${JSON.stringify(this.stream)}: no state has been checkpointed yet; checkpoint one first or pass options.state`, { stream: this.stream, path: '$' }),
       );
@@ -569,7 +569,7 @@ export class SnapshotEngine<S = unknown> {
     let encodeError: StatefoldError | undefined;
     if (outcome.ok) {
       try {
-        const stored = outcome.value === undefined ? undefined : snapshotValue(outcome.value, 'result');
+        const stored = outcome.value === undefined ? undefined : captureValue(outcome.value, 'result');
         record = { token, status: 'done', startedAt, settledAt };
         if (stored !== undefined) record.result = stored;
       } catch (err) {
@@ -642,7 +642,7 @@ export class SnapshotEngine<S = unknown> {
         // Redis-style size trigger: once the deltas outgrow the base, a new base is cheaper to restore.
         if (c.deltaBytes + frame.byteLength > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
       }
-      if (kind === 'base') frame = encodeFrame('base', header('base'), encodeValue(task.capture.tree, resolver));
+      if (kind === 'base') frame = encodeFrame('base', header('base'), encodeValue(task.capture.state, resolver));
       frame = frame!;
       const key = this.#nextKey;
       const outcome = await this.#write(key, seq, frame);
@@ -651,7 +651,7 @@ export class SnapshotEngine<S = unknown> {
         this.#committed = {
           seq,
           crc,
-          tree: task.capture.tree,
+          tree: task.capture.state,
           meta: task.meta,
           baseSeq: kind === 'base' ? seq : c.baseSeq,
           baseBytes: kind === 'base' ? frame.byteLength : c.baseBytes,

@@ -8,7 +8,7 @@ export type { Policy } from './policy.js';
 export { gc } from './retention.js';
 export type { Retention, GcReport } from './retention.js';
 export { DEFAULT_POLICY } from './policy.js';
-export type { UpdateMode } from './diff.js';
+export type { UpdateMode } from './capture/index.js';
 export { StatefoldError, isStatefoldError } from './errors.js';
 export type { ErrorCode, StatefoldErrorDetails } from './errors.js';
 export type { Store, StoreOptions, ListOptions } from '../storage-adapters/store.js';

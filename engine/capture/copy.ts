@@ -1,0 +1,198 @@
+/**
+ * Copy mode (`updates: 'copy'`, the default): the engine keeps a private, frozen copy of the
+ * state, and every capture walks the caller's whole state against it, so callers may mutate
+ * their state in place freely. Unchanged nodes of the copy are shared from one capture to the next.
+ */
+import { OP_ADD, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
+import type { LeafResolver } from '../format/values.js';
+import { Kind, MAX_DEPTH, classify, copyTypedArray, invalidState, sameBytes, setOwn, type TypedArray } from '../value.js';
+import { Capturer, type UpdateMode } from './capturer.js';
+import { Walk, checkPrimitive, kindOfTree } from './walk.js';
+
+/** Captures by diffing the caller's state against a private frozen copy of the last capture. */
+export class CopyCapturer extends Capturer {
+  readonly mode: UpdateMode = 'copy';
+
+  protected first(state: unknown, walk: Walk): unknown {
+    const copy = cloneInto(state, walk);
+    walk.emit(OP_REPLACE, undefined, copy);
+    return copy;
+  }
+
+  protected diff(prev: unknown, next: unknown, walk: Walk): unknown {
+    return diffCopy(prev, next, walk);
+  }
+
+  /** A restored state is fresh from decoding and held by no one else: it becomes the private copy as it is, frozen. */
+  protected adoptRestored(state: unknown): unknown {
+    return freezeRestored(state, 0);
+  }
+
+  resolverFor(): LeafResolver | undefined {
+    return undefined;
+  }
+}
+
+/** Freezes a freshly decoded state in place, normalised as cloneInto would copy it (undefined dropped, or null in arrays). */
+function freezeRestored(v: unknown, depth: number): unknown {
+  if (typeof v !== 'object' || v === null || v instanceof Date || ArrayBuffer.isView(v)) return v;
+  if (depth >= MAX_DEPTH) invalidState('$', `nesting deeper than ${MAX_DEPTH} levels`);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      if (v[i] === undefined) v[i] = null;
+      else freezeRestored(v[i], depth + 1);
+    }
+  } else {
+    const obj = v as Record<string, unknown>;
+    for (const key of Object.keys(obj)) {
+      if (obj[key] === undefined) delete obj[key];
+      else freezeRestored(obj[key], depth + 1);
+    }
+  }
+  return Object.freeze(v);
+}
+
+/** Copies a value into a private frozen tree, validating it on the way (copy mode). */
+export function cloneInto(v: unknown, walk: Walk): unknown {
+  if (typeof v !== 'object' || v === null) {
+    checkPrimitive(v, walk);
+    return v;
+  }
+  const kind = classify(v);
+  if (typeof kind === 'string') invalidState(walk.path(), kind);
+  if (kind === Kind.Date) return new Date((v as Date).getTime());
+  if (kind === Kind.Bytes) return copyTypedArray(v as TypedArray);
+  walk.enter(v);
+  let out: unknown;
+  if (kind === Kind.Array) {
+    const arr = v as unknown[];
+    const copy = new Array<unknown>(arr.length);
+    for (let i = 0; i < arr.length; i++) {
+      walk.keys.push(i);
+      const item = arr[i];
+      copy[i] = item === undefined ? null : cloneInto(item, walk);
+      walk.keys.pop();
+    }
+    out = Object.freeze(copy);
+  } else {
+    const obj = v as Record<string, unknown>;
+    const copy: Record<string, unknown> = {};
+    for (const key of Object.keys(obj)) {
+      const item = obj[key];
+      if (item === undefined) continue;
+      walk.keys.push(key);
+      setOwn(copy, key, cloneInto(item, walk));
+      walk.keys.pop();
+    }
+    out = Object.freeze(copy);
+  }
+  walk.leave();
+  return out;
+}
+
+/** Deep-copies a captured tree into fresh mutable objects (for callers that mutate in place). */
+export function thaw(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (v instanceof Date) return new Date(v.getTime());
+  if (ArrayBuffer.isView(v)) return copyTypedArray(v as TypedArray);
+  if (Array.isArray(v)) return v.map(thaw);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(v)) setOwn(out, key, thaw((v as Record<string, unknown>)[key]));
+  return out;
+}
+
+/**
+ * Copy mode: diffs the caller's `next` against the private tree `prev`, emitting operations,
+ * and returns the new private tree (sharing every unchanged node with `prev`).
+ */
+function diffCopy(prev: unknown, next: unknown, walk: Walk): unknown {
+  if (typeof next !== 'object' || next === null) {
+    checkPrimitive(next, walk);
+    if (Object.is(prev, next)) return prev;
+    walk.emit(OP_REPLACE, undefined, next);
+    return next;
+  }
+  const kind = classify(next);
+  if (typeof kind === 'string') invalidState(walk.path(), kind);
+  if (kind !== kindOfTree(prev)) {
+    const copy = cloneInto(next, walk);
+    walk.emit(OP_REPLACE, undefined, copy);
+    return copy;
+  }
+  if (kind === Kind.Date) {
+    if (Object.is((prev as Date).getTime(), (next as Date).getTime())) return prev;
+    const copy = new Date((next as Date).getTime());
+    walk.emit(OP_REPLACE, undefined, copy);
+    return copy;
+  }
+  if (kind === Kind.Bytes) {
+    if (sameBytes(prev as TypedArray, next as TypedArray)) return prev;
+    const copy = copyTypedArray(next as TypedArray);
+    walk.emit(OP_REPLACE, undefined, copy);
+    return copy;
+  }
+  walk.enter(next);
+  const result = kind === Kind.Array ? diffCopyArray(prev as unknown[], next as unknown[], walk) : diffCopyObject(prev as Record<string, unknown>, next as Record<string, unknown>, walk);
+  walk.leave();
+  return result;
+}
+
+function diffCopyObject(prev: Record<string, unknown>, next: Record<string, unknown>, walk: Walk): unknown {
+  let removed: string[] | undefined;
+  for (const key of Object.keys(prev)) {
+    if (next[key] === undefined || !Object.prototype.hasOwnProperty.call(next, key)) {
+      walk.emit(OP_REMOVE, key);
+      (removed ??= []).push(key);
+    }
+  }
+  let changed: [string, unknown][] | undefined;
+  for (const key of Object.keys(next)) {
+    const item = next[key];
+    if (item === undefined) continue;
+    walk.keys.push(key);
+    if (Object.prototype.hasOwnProperty.call(prev, key)) {
+      const before = prev[key];
+      const after = diffCopy(before, item, walk);
+      if (!Object.is(after, before)) (changed ??= []).push([key, after]);
+      walk.keys.pop();
+    } else {
+      const copy = cloneInto(item, walk);
+      walk.keys.pop();
+      walk.emit(OP_ADD, key, copy);
+      (changed ??= []).push([key, copy]);
+    }
+  }
+  if (removed === undefined && changed === undefined) return prev;
+  const out: Record<string, unknown> = {};
+  const gone = removed === undefined ? undefined : new Set(removed);
+  for (const key of Object.keys(prev)) if (gone === undefined || !gone.has(key)) setOwn(out, key, prev[key]);
+  if (changed !== undefined) for (const [key, value] of changed) setOwn(out, key, value);
+  return Object.freeze(out);
+}
+
+function diffCopyArray(prev: readonly unknown[], next: unknown[], walk: Walk): unknown {
+  const common = Math.min(prev.length, next.length);
+  let out: unknown[] | undefined;
+  for (let i = 0; i < common; i++) {
+    const item = next[i] === undefined ? null : next[i];
+    walk.keys.push(i);
+    const after = diffCopy(prev[i], item, walk);
+    walk.keys.pop();
+    if (!Object.is(after, prev[i])) (out ??= prev.slice(0, common))[i] = after;
+  }
+  if (next.length > prev.length) {
+    out ??= prev.slice(0, common);
+    for (let i = prev.length; i < next.length; i++) {
+      const item = next[i] === undefined ? null : next[i];
+      walk.keys.push(i);
+      const copy = cloneInto(item, walk);
+      walk.keys.pop();
+      walk.emit(OP_ADD, i, copy);
+      out.push(copy);
+    }
+  } else if (prev.length > next.length) {
+    out ??= prev.slice(0, common);
+    for (let i = prev.length - 1; i >= next.length; i--) walk.emit(OP_REMOVE, i);
+  }
+  return out === undefined ? prev : Object.freeze(out);
+}
