@@ -1,0 +1,84 @@
+/** The options of `SnapshotEngine.open` and `checkpoint`, and their checks (INVALID_ARGUMENT before any store is touched). */
+import type { Store } from '../storage-adapters/store.js';
+import { assertStore, limitsOf } from './args.js';
+import type { UpdateMode } from './capture/index.js';
+import { resolveEffectRetention, type EffectRetention, type PendingPolicy } from './effects/ledger.js';
+import { StatefoldError } from './errors.js';
+import type { FrameLimits } from './format/frame.js';
+import { StreamKeys } from './log/keys.js';
+import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
+import { resolveRetention, type Retention } from './retention.js';
+
+/** Options of `SnapshotEngine.open`. */
+export interface EngineOptions {
+  /** Where checkpoints are stored: MemoryStore, FileStore, S3Store, or any Store. */
+  store: Store;
+  /** The stream id: any non-empty string of up to 512 UTF-8 bytes. */
+  stream: string;
+  /** When bases are written and when `step()` checkpoints (see Policy for the defaults). */
+  policy?: Policy;
+  /**
+   * How the caller changes its state between checkpoints. `'copy'` (default): any way, in place
+   * included; each checkpoint walks the whole state. `'immutable'`: by replacing objects, never
+   * mutating them (structural sharing); checkpoints skip unchanged subtrees and the engine
+   * freezes the objects it captures, so an accidental in-place change throws instead of being lost.
+   */
+  updates?: UpdateMode;
+  /** Largest uncompressed frame payload read back (default 1 GiB). */
+  maxPayloadBytes?: number;
+  /**
+   * Which checkpoints to keep. Off by default: every checkpoint is kept. When set, the engine
+   * deletes older ones in the background after each base it commits (see `gc`), never one that a
+   * kept checkpoint needs.
+   */
+  retention?: Retention;
+  /** What `effect()` does with a token found pending after a crash (default `'throw'`); see PendingPolicy. */
+  onPendingEffect?: PendingPolicy;
+  /** How long settled effect tokens are kept (defaults: 24 hours, 10,000 tokens). */
+  effectRetention?: EffectRetention;
+}
+
+/** Options of `checkpoint` and `step`. */
+export interface CheckpointOptions {
+  /** Any encodable value stored with the checkpoint and returned by `restore` and `listCheckpoints`. */
+  meta?: unknown;
+}
+
+/** Options of `checkpoint` and `step`. */
+export interface CheckpointOptions {
+  /** Any encodable value stored with the checkpoint and returned by `restore` and `listCheckpoints`. */
+  meta?: unknown;
+}
+
+/** EngineOptions checked, with every default filled in. */
+export interface ResolvedEngineOptions {
+  store: Store;
+  keys: StreamKeys;
+  policy: ResolvedPolicy;
+  updates: UpdateMode;
+  limits: FrameLimits;
+  retention: Retention | undefined;
+  onPendingEffect: PendingPolicy;
+  effectRetention: Required<EffectRetention>;
+}
+
+/** Checks `options` and fills defaults; INVALID_ARGUMENT names the first bad option. */
+export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOptions {
+    if (options === null || typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options must be an object');
+    const { store } = options;
+    assertStore(store, 'SnapshotEngine.open');
+    const keys = new StreamKeys(options.stream);
+    const policy = resolvePolicy(options.policy);
+    const updates = options.updates ?? 'copy';
+    if (updates !== 'copy' && updates !== 'immutable') {
+      throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: updates ${JSON.stringify(updates)} must be 'copy' or 'immutable'`, { stream: keys.stream });
+    }
+    const limits = limitsOf(options.maxPayloadBytes);
+    if (options.retention !== undefined) resolveRetention(options.retention);
+    const effectRetention = resolveEffectRetention(options.effectRetention);
+    const onPendingEffect = options.onPendingEffect ?? 'throw';
+    if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
+      throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`, { stream: keys.stream });
+    }
+  return { store, keys, policy, updates, limits, retention: options.retention, onPendingEffect, effectRetention };
+}

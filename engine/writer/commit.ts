@@ -1,0 +1,100 @@
+/**
+ * Commit: one create-if-absent write of a seq's key is the commit (Delta Lake's `N.json`). The
+ * hard part is the write whose outcome is unknown (the store failed, but the write may have
+ * landed, or may land later): read back before reporting failure, recognise our own frame when a
+ * retry finds the key taken, and never let a late write of ours resurrect deleted history.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import { StatefoldError, describeCause, isStatefoldError } from '../errors.js';
+import { decodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
+import type { StreamKeys } from '../log/keys.js';
+
+/** Writes one engine's frames to their keys, remembering the key of a write whose outcome is unknown. */
+export class SlotWriter {
+  /** The key of a write whose outcome is unknown (it may yet land, or have landed). */
+  #uncertainKey: string | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly keys: StreamKeys,
+    private readonly identity: { epoch: number; writer: string },
+    private readonly limits: FrameLimits,
+  ) {}
+
+  /**
+   * Creates `key`. Resolves 'ours' when our frame is there (created now, or by an earlier try
+   * whose answer was lost), the landed frame when an earlier failed write of this engine is
+   * there, and throws FENCED when another engine's frame is there.
+   */
+  async write(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
+    const stream = this.keys.stream;
+    let there: Uint8Array | undefined;
+    for (let attempt = 0; ; attempt++) {
+      let created: boolean;
+      try {
+        created = await this.store.putIfAbsent(key, frame);
+      } catch (err) {
+        // The write may have landed before the error: look before reporting failure.
+        const landed = await this.store.get(key).catch(() => undefined);
+        if (landed !== undefined && sameBytes(landed, frame)) return 'ours';
+        // It may still land (a request that timed out), or have landed and later be deleted.
+        this.#uncertainKey = key;
+        throw wrapStorage(err, stream, seq, key, 'commit');
+      }
+      if (created) {
+        if (this.#uncertainKey === key) await this.#checkNotStale(key, seq);
+        this.#uncertainKey = undefined;
+        return 'ours';
+      }
+      there = await this.store.get(key);
+      if (there !== undefined) break;
+      // "Exists" yet nothing to read: a conditional write that lost a race to a write that then
+      // failed (S3's 409 ConditionalRequestConflict). The key may be free again: try again.
+      if (attempt >= 4) {
+        throw new StatefoldError('STORAGE', `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): the store keeps reporting the key exists but it cannot be read`, { stream, seq, key });
+      }
+      await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
+    }
+    if (sameBytes(there, frame)) return 'ours';
+    const other = decodeFrame(there, { stream, key, seq }, this.limits);
+    if (other.header.writer === this.identity.writer && other.kind !== 'fence') return other;
+    throw new StatefoldError(
+      'FENCED',
+      `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): taken by another engine (its epoch ${other.header.epoch}, ours ${this.identity.epoch}); this engine may no longer write`,
+      { stream, seq, key },
+    );
+  }
+
+  /**
+   * After creating a key that an earlier write of ours may have landed on: if that write landed,
+   * the stream moved on past it and retention deleted it, this create succeeded on a freed key of
+   * deleted history. Newer seqs (or a retention floor above ours) tell; then we are stale: take
+   * the object back and fail FENCED. Only ever runs after an unknown outcome, so it costs a list
+   * on that rare path alone.
+   */
+  async #checkNotStale(key: string, seq: number): Promise<void> {
+    const keys = this.keys;
+    const later = await this.store.list(keys.log, { startAfter: key });
+    const newer = later.some((k) => (keys.parse(k)?.seq ?? 0) > seq);
+    const floors = newer ? [] : await this.store.list(keys.floors);
+    if (!newer && !floors.some((k) => (keys.parseFloor(k) ?? 0) > seq)) return;
+    await this.store.delete(key).catch(() => undefined);
+    throw new StatefoldError('FENCED', `commit stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): the stream has moved past this engine (newer seqs exist, and this seq's earlier copy was deleted by retention); this engine may no longer write`, { stream: keys.stream, seq, key });
+  }
+}
+
+/** True when two byte arrays hold the same bytes (no copies). */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.compare(a, b) === 0;
+}
+
+/** A store failure during `op` as a STORAGE error naming stream, seq and key; other StatefoldErrors pass through. */
+export function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {
+  if (isStatefoldError(err) && err.code !== 'STORAGE') return err;
+  return new StatefoldError('STORAGE', `${op} stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${describeCause(err)}`, { stream, seq, key, cause: err });
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
