@@ -44,7 +44,8 @@ export class SnapshotEngine<S = unknown> {
   readonly #effects: EffectRunner<S>;
   readonly #limits: FrameLimits;
   readonly #retention: Retention | undefined;
-  #closed = false;
+  /** Closing is a state, not a flag: from the call to close() on, every call rejects CLOSED. */
+  #lifecycle: 'open' | 'closing' | 'closed' = 'open';
   #gcRunning: Promise<GcReport> | undefined;
   #gcError: unknown;
   /** Meta of the last capture, repeated by the checkpoints that only record effects. */
@@ -81,7 +82,8 @@ export class SnapshotEngine<S = unknown> {
     this.#trigger = new StepTrigger(init.policy);
     const host = {
       stream: this.stream,
-      checkpoint: (state: S, options: CheckpointOptions | undefined) => this.checkpoint(state, options),
+      // Effects record their intent and outcome even while the engine closes (close waits for them).
+      checkpoint: (state: S, options: CheckpointOptions | undefined) => this.#checkpoint(state, options),
       checkpointUnchanged: (options?: CheckpointOptions) => this.#checkpointUnchanged(options),
     };
     this.#effects = new EffectRunner<S>(host, init.ledger, init.onPendingEffect, init.effectRetention);
@@ -160,6 +162,16 @@ export class SnapshotEngine<S = unknown> {
   checkpoint(state: S, options?: CheckpointOptions): Promise<CheckpointInfo> {
     try {
       this.#assertOpen('checkpoint');
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.#checkpoint(state, options);
+  }
+
+  #checkpoint(state: S, options: CheckpointOptions | undefined): Promise<CheckpointInfo> {
+    try {
+      const fenced = this.#queue.fenced;
+      if (fenced) throw fenced;
       const meta = this.#encodeMeta(options);
       const capture = this.#capturer.capture(state);
       return this.#enqueue(capture, meta);
@@ -174,7 +186,7 @@ export class SnapshotEngine<S = unknown> {
    * comes first. Returns the checkpoint's promise when it took one, undefined otherwise.
    */
   step(state: S, options?: CheckpointOptions): Promise<CheckpointInfo> | undefined {
-    if (this.#closed || this.fenced) return this.checkpoint(state, options);
+    if (this.#lifecycle !== 'open' || this.fenced) return this.checkpoint(state, options);
     let due: boolean;
     try {
       due = this.#trigger.step(() => this.#capturer.estimate(state));
@@ -192,22 +204,34 @@ export class SnapshotEngine<S = unknown> {
    */
   async flush(): Promise<CheckpointInfo | undefined> {
     this.#assertOpen('flush');
+    return this.#flush();
+  }
+
+  async #flush(): Promise<CheckpointInfo | undefined> {
     const deferred = this.#trigger.deferred;
-    const forced = deferred ? this.checkpoint(deferred.state, deferred.options) : undefined;
+    const forced = deferred ? this.#checkpoint(deferred.state, deferred.options) : undefined;
     await this.#queue.idle();
     return forced;
   }
 
-  /** Flushes (see flush), then closes the engine: later calls reject with CLOSED. */
+  /**
+   * Closes the engine: from this call on, every other call (another close() included) rejects
+   * CLOSED. It waits for effects in flight to record their outcome, checkpoints the last step that
+   * did not checkpoint, and waits until every checkpoint in flight has settled.
+   */
   async close(): Promise<void> {
-    if (this.#closed) this.#assertOpen('close');
+    if (this.#lifecycle !== 'open') {
+      throw new StatefoldError('CLOSED', `close stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`, { stream: this.stream });
+    }
+    this.#lifecycle = 'closing';
     // A fenced engine closes too: it only waits for what is in flight (which will fail FENCED).
     try {
-      if (this.#trigger.deferred && !this.fenced) await this.flush();
+      await this.#effects.idle();
+      if (this.#trigger.deferred && !this.fenced) await this.#flush();
       await this.#queue.idle();
       await this.#gcRunning?.catch(() => undefined);
     } finally {
-      this.#closed = true;
+      this.#lifecycle = 'closed';
     }
   }
 
@@ -264,8 +288,8 @@ export class SnapshotEngine<S = unknown> {
   }
 
   #assertOpen(op: string): void {
-    if (this.#closed) {
-      throw new StatefoldError('CLOSED', `${op} stream ${JSON.stringify(this.stream)}: the engine is closed`, { stream: this.stream });
+    if (this.#lifecycle !== 'open') {
+      throw new StatefoldError('CLOSED', `${op} stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`, { stream: this.stream });
     }
     const fenced = this.#queue.fenced;
     if (fenced) throw fenced;
@@ -304,16 +328,17 @@ export class SnapshotEngine<S = unknown> {
     } catch (err) {
       return Promise.reject(this.#wrapCaptureError(err));
     }
-    return this.#enqueue(capture, meta);
+    // It carries no newer state: a step deferred before it must still be checkpointed by flush/close.
+    return this.#enqueue(capture, meta, false);
   }
 
-  #enqueue(capture: Capture, meta: Uint8Array | undefined): Promise<CheckpointInfo> {
+  #enqueue(capture: Capture, meta: Uint8Array | undefined, capturesState = true): Promise<CheckpointInfo> {
     this.#lastMeta = meta;
     const { ledger, changes } = this.#effects.take();
     const promise = new Promise<CheckpointInfo>((resolve, reject) => {
       this.#queue.push({ capture, meta, createdAt: Date.now(), ledger, ledgerChanges: changes, resolve, reject });
     });
-    this.#trigger.reset();
+    if (capturesState) this.#trigger.reset();
     return promise;
   }
 }

@@ -63,6 +63,11 @@ export class EffectRunner<S> {
       .filter((r): r is EffectRecord => r !== undefined);
   }
 
+  /** Resolves when no effect is running (their outcomes recorded, or failed to record). */
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight.values()]);
+  }
+
   /** Tokens whose intent was recorded but not their outcome. */
   pending(): EffectRecord[] {
     return this.records().filter((r) => r.status === 'pending');

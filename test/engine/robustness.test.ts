@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore, type ListOptions, type Store, type StoreOptions } from 'statefold';
+
+/** A store that hands each operation to `hook` first, so a test can act between two operations of another caller. */
+class HookStore implements Store {
+  constructor(
+    readonly inner: Store,
+    readonly hook: (op: 'get' | 'putIfAbsent' | 'list' | 'delete', key: string) => Promise<void> | void,
+  ) {}
+  async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
+    await this.hook('get', key);
+    return this.inner.get(key, options);
+  }
+  async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
+    await this.hook('putIfAbsent', key);
+    return this.inner.putIfAbsent(key, body, options);
+  }
+  async list(prefix: string, options?: ListOptions): Promise<string[]> {
+    await this.hook('list', prefix);
+    return this.inner.list(prefix, options);
+  }
+  async delete(key: string, options?: StoreOptions): Promise<void> {
+    await this.hook('delete', key);
+    return this.inner.delete(key, options);
+  }
+}
+
+describe('engine: close is a state', () => {
+  it('rejects checkpoint and a second close with CLOSED while close is pending, and commits neither', async () => {
+    const store = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store, stream: 'closing' });
+    await engine.checkpoint({ n: 1 });
+    const inFlight = engine.checkpoint({ n: 2 });
+    const closing = engine.close();
+    await expect(engine.checkpoint({ n: 3 })).rejects.toMatchObject({ code: 'CLOSED', stream: 'closing' });
+    await expect(engine.close()).rejects.toMatchObject({ code: 'CLOSED' });
+    await expect(engine.flush()).rejects.toMatchObject({ code: 'CLOSED' });
+    const stepped = engine.step({ n: 4 });
+    expect(stepped).toBeInstanceOf(Promise);
+    await expect(stepped).rejects.toMatchObject({ code: 'CLOSED' });
+    await expect(engine.effect('t', () => 1)).rejects.toMatchObject({ code: 'CLOSED' });
+    await closing;
+    // The checkpoint made before close commits; nothing made after it does.
+    expect((await inFlight).seq).toBe(2);
+    const restored = await restore(store, 'closing');
+    expect(restored.seq).toBe(2);
+    expect(restored.state).toEqual({ n: 2 });
+    expect((await listCheckpoints(store, 'closing')).map((c) => c.seq)).toEqual([1, 2]);
+  });
+
+  it('still commits the last step that did not checkpoint, and an effect that settles while closing', async () => {
+    const store = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store, stream: 'closing-effect', policy: { everySteps: 100, everyMs: Infinity } });
+    await engine.checkpoint({ n: 0 });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const effect = engine.effect('pay-1', async () => {
+      await gate;
+      return 'paid';
+    });
+    // Let the intent commit before closing.
+    while (engine.pendingEffects().length === 0) await new Promise((r) => setImmediate(r));
+    expect(engine.step({ n: 1 })).toBeUndefined();
+    const closing = engine.close();
+    release();
+    await closing;
+    await expect(effect).resolves.toBe('paid');
+    const restored = await restore(store, 'closing-effect');
+    expect(restored.state).toEqual({ n: 1 });
+    expect(restored.effects.find((e) => e.token === 'pay-1')).toMatchObject({ status: 'done', result: 'paid' });
+  });
+});
+
+describe('retention: gc racing another gc', () => {
+  it('lists again when the other gc deletes what this one listed, instead of rejecting NOT_FOUND', async () => {
+    const inner = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store: inner, stream: 'race', policy: { baseEvery: 4 } });
+    for (let n = 1; n <= 21; n++) await engine.checkpoint({ n });
+    await engine.close();
+    const retention = { keepLast: 2, minAgeMs: 0 };
+    // The first gc lists; before its first read, a second gc (another process) trims the stream.
+    let interfered = false;
+    const store = new HookStore(inner, async (op) => {
+      if (op === 'get' && !interfered) {
+        interfered = true;
+        const other = await gc(inner, 'race', { keepLast: 1, minAgeMs: 0 });
+        expect(other.deleted.length).toBeGreaterThan(0);
+      }
+    });
+    const report = await gc(store, 'race', retention);
+    expect(interfered).toBe(true);
+    expect(report.oldestRetained).toBeGreaterThan(1);
+    const restored = await restore(inner, 'race');
+    expect(restored.state).toEqual({ n: 21 });
+    for (const entry of await listCheckpoints(inner, 'race')) {
+      expect((await restore(inner, 'race', { seq: entry.seq })).state).toEqual({ n: entry.seq });
+    }
+  });
+});
+
+describe('commit: a failed read-back names stream and seq', () => {
+  it('wraps the store error of reading back a key found taken in STORAGE with stream, seq and key', async () => {
+    const inner = new MemoryStore();
+    let failGets = false;
+    const store = new HookStore(inner, (op) => {
+      if (op === 'get' && failGets) throw new Error('connection reset');
+    });
+    const first = await SnapshotEngine.open({ store, stream: 'rb' });
+    await first.checkpoint({ a: 1 });
+    // A second engine takes the stream: the first one's next key is now its fence.
+    const second = await SnapshotEngine.open({ store: inner, stream: 'rb' });
+    failGets = true;
+    const err = await first.checkpoint({ a: 2 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STORAGE', stream: 'rb', seq: 2 });
+    expect((err as { key?: string }).key).toMatch(/log\/0000000000000002$/);
+    expect((err as Error).message).toMatch(/^commit .*stream "rb" seq 2 .*connection reset/);
+    expect((err as Error).cause).toBeInstanceOf(Error);
+    failGets = false;
+    await second.checkpoint({ b: 1 });
+    expect((await restore(inner, 'rb')).state).toEqual({ b: 1 });
+    await second.close();
+    await first.close();
+  });
+});
