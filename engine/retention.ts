@@ -9,7 +9,7 @@ import { assertStore } from './args.js';
 import { committedView } from './log/committed.js';
 import { StreamKeys } from './log/keys.js';
 import { listLog, tailKey } from './log/listing.js';
-import { readFrame } from './log/read.js';
+import { readFrame, relistOnVanish } from './log/read.js';
 
 /** Which checkpoints to keep: those among the last `keepLast`, and those younger than `keepForMs`. */
 export interface Retention {
@@ -71,6 +71,13 @@ export async function gc(store: Store, stream: string, retention: Retention, opt
   const keys = new StreamKeys(stream);
   const { keepLast, keepForMs, minAgeMs } = resolveRetention(retention);
   const limits = options.limits ?? DEFAULT_LIMITS;
+  // Another gc (the engine's background retention, or another process) may delete what this one
+  // listed before it reads it: list again, as restore does.
+  return relistOnVanish(() => collect(store, keys, { keepLast, keepForMs, minAgeMs }, limits, options));
+}
+
+async function collect(store: Store, keys: StreamKeys, retention: Required<Retention>, limits: FrameLimits, options: { signal?: AbortSignal; now?: number }): Promise<GcReport> {
+  const { keepLast, keepForMs, minAgeMs } = retention;
   const log = await listLog(store, keys, options.signal);
   const view = await committedView(store, log, limits, options.signal);
   const slots = view.slots;
