@@ -66,6 +66,11 @@ async function createOrRecognise(store: Store, key: string, frame: Uint8Array, s
   }
   // Ours (an earlier try landed), or another engine's; nothing there means a lost race to a
   // failed write (S3's 409): the caller lists again and retries.
-  const there = await store.get(key);
+  let there: Uint8Array | undefined;
+  try {
+    there = await store.get(key);
+  } catch (err) {
+    throw wrapStorage(err, stream, seq, key, 'open (reading back a key found taken)');
+  }
   return there !== undefined && sameBytes(there, frame);
 }

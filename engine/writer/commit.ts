@@ -46,7 +46,11 @@ export class SlotWriter {
         this.#uncertainKey = undefined;
         return 'ours';
       }
-      there = await this.store.get(key);
+      try {
+        there = await this.store.get(key);
+      } catch (err) {
+        throw wrapStorage(err, stream, seq, key, 'commit (reading back a key found taken)');
+      }
       if (there !== undefined) break;
       // "Exists" yet nothing to read: a conditional write that lost a race to a write that then
       // failed (S3's 409 ConditionalRequestConflict). The key may be free again: try again.
