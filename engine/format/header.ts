@@ -24,6 +24,8 @@ export interface FrameHeader {
   meta?: Uint8Array;
   /** Effect ledger entries: all of the ledger in a base, what changed since seq - 1 in a delta. */
   ledger?: LedgerEntry[];
+  /** A filler: a delta with no operations written by a claim to close a slot the old writer never committed. */
+  filler?: boolean;
 }
 
 /** A ledger change as stored in a frame header: [token, record], or [token, null] when dropped. */
@@ -49,6 +51,7 @@ const STORED_NAMES: [keyof FrameHeader, string][] = [
   ['parent', 'p'],
   ['meta', 'm'],
   ['ledger', 'x'],
+  ['filler', 'f'],
 ];
 
 /** The header as the map that is stored. */

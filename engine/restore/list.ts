@@ -38,6 +38,7 @@ async function listFrom(store: Store, keys: StreamKeys, limits: FrameLimits, opt
       base: frame.header.baseSeq!,
       epoch: frame.header.epoch,
       effects: [...applyLedger(frame, keys, slot.seq, key, EMPTY_LEDGER).values()],
+      filler: frame.header.filler === true,
     };
   });
 }

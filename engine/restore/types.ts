@@ -53,6 +53,11 @@ export interface CheckpointEntry {
   epoch: number;
   /** Effect records this checkpoint wrote (intents and outcomes); a base lists the whole ledger. */
   effects: EffectRecord[];
+  /**
+   * True for a filler: a checkpoint equal to the one before it, written by an engine taking over
+   * the stream to close a seq the engine it fenced never committed (see README, Guarantees).
+   */
+  filler: boolean;
 }
 
 /** Options of `listCheckpoints`. */

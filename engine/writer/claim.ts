@@ -1,30 +1,51 @@
 /**
  * Claim: how an engine takes a stream for writing (fencing on open, as SlateDB's writer epoch).
- * It writes a fence frame into the next free slot (see log/listing.ts) with an epoch one higher
- * than the last frame's, so that an older engine's next commit finds its key taken and fails FENCED.
+ * It writes a fence frame into a slot of the log (see log/listing.ts) with an epoch one higher
+ * than the last frame's, so that an older engine's commit into that slot finds its key taken and
+ * fails FENCED.
+ *
+ * Against a writer that commits as fast as it can, racing it for its very next key can lose
+ * forever. So after one lost race the claim fences a slot further ahead (4, 8, ... 64 slots past
+ * the one lost), with no listing in between: one conditional write per try, while the old writer
+ * can advance one slot per write. The old writer goes on committing below the fence, at most up to
+ * it, and is fenced there. Then the claim makes the slots below its fence contiguous: each slot
+ * the old writer did not commit gets a filler checkpoint (a delta with no operations, the same
+ * state as the seq before). A claim that crashes before filling leaves the next claim to fill.
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
-import { encodeFrame, type FrameLimits } from '../format/frame.js';
+import { decodeFrame, encodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
+import { encodeValue } from '../format/values.js';
 import { committedView, type CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
-import { listLog } from '../log/listing.js';
+import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { sameBytes, sleep, wrapStorage } from './commit.js';
 
-/** A claimed stream: the committed view the claim was made on, and where this engine writes next. */
+/** A claimed stream: the committed view after the claim, and where this engine writes next. */
 export interface Claim {
   /** The writer epoch this engine claimed the stream with. */
   epoch: number;
   /** 64 random bits (hex) that tell this engine's frames from any other's (epochs may tie while racing). */
   writer: string;
-  /** The committed log as it was when the fence landed. */
+  /** The committed log as it was when the claim completed. */
   view: CommittedView;
   /** The key of this engine's first commit: the one after its fence. */
   nextKey: string;
 }
 
 const MAX_CLAIM_ATTEMPTS = 64;
+/** Slots past the lost one that the first jump fences, then doubled per lost try up to MAX_JUMP. */
+const FIRST_JUMP = 4;
+const MAX_JUMP = 64;
+/** Keys followed within one slot (fence after fence) before giving up. */
+const MAX_KEYS_PER_SLOT = 64;
+
+interface Identity {
+  stream: string;
+  epoch: number;
+  writer: string;
+}
 
 /** Claims `keys.stream` with a new writer epoch, fencing any engine that had it. */
 export async function claimStream(store: Store, keys: StreamKeys, limits: FrameLimits): Promise<Claim> {
@@ -33,44 +54,145 @@ export async function claimStream(store: Store, keys: StreamKeys, limits: FrameL
     const log = await listLog(store, keys);
     const view = await committedView(store, log, limits);
     const tail = view.tailFrame;
-    const epoch = (tail?.header.epoch ?? 0) + 1;
-    let fenceSeq: number;
-    let fenceKey: string;
-    if (tail === undefined) {
-      fenceSeq = 1;
-      fenceKey = keys.slot(1);
-    } else if (tail.kind === 'fence') {
-      fenceSeq = tail.header.seq;
-      fenceKey = keys.afterFence(fenceSeq, tail.header.epoch);
-    } else {
-      fenceSeq = tail.header.seq + 1;
-      fenceKey = keys.slot(fenceSeq);
+    const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
+    // The next free key: the first slot after a committed tail, or the key after a fence.
+    const nextSeq = tail === undefined ? 1 : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
+    const nextKey = tail === undefined ? keys.slot(1) : tail.kind === 'fence' ? keys.afterFence(nextSeq, tail.header.epoch) : keys.slot(nextSeq);
+    let lostTo = await putFence(store, keys, id, nextSeq, nextKey, limits);
+    if (lostTo === 'won') {
+      // Slots below a fence that was the tail may have been left unfilled by a claim that crashed.
+      const settled = tail?.kind === 'fence' && view.slots.length > 0 ? await fillBelow(store, keys, id, nextSeq, limits) : view;
+      return { epoch: id.epoch, writer, view: settled, nextKey: keys.afterFence(nextSeq, id.epoch) };
     }
-    const fence = encodeFrame('fence', { stream: keys.stream, seq: fenceSeq, epoch, writer, createdAt: Date.now() }, new Uint8Array(0));
-    if (await createOrRecognise(store, fenceKey, fence, keys.stream, fenceSeq)) {
-      return { epoch, writer, view, nextKey: keys.afterFence(fenceSeq, epoch) };
+    // Lost the next key to a commit: a writer is committing, perhaps as fast as it can. Jump ahead
+    // of it (there is a committed checkpoint to fill from). Lost to a fence, another claim is racing
+    // this one: list again, so that the later claim gets the higher epoch.
+    for (let jump = FIRST_JUMP, from = nextSeq; lostTo === 'checkpoint' && jump <= MAX_JUMP; from += jump, jump *= 2) {
+      const target = from + jump;
+      lostTo = await putFence(store, keys, id, target, keys.slot(target), limits);
+      if (lostTo === 'won') {
+        return { epoch: id.epoch, writer, view: await fillBelow(store, keys, id, target, limits), nextKey: keys.afterFence(target, id.epoch) };
+      }
     }
-    // Another engine took the slot first (a commit or a fence): look again.
     await sleep(Math.min(50, 2 ** attempt) * Math.random());
   }
   throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_CLAIM_ATTEMPTS} attempts (other engines keep opening or committing)`, { stream: keys.stream });
 }
 
-/** Creates `key` with `frame`, or recognises that an earlier try of ours already did. */
-async function createOrRecognise(store: Store, key: string, frame: Uint8Array, stream: string, seq: number): Promise<boolean> {
+/**
+ * The committed log below this claim's fence, from a listing in which every slot there holds a
+ * checkpoint. Whatever later claims wrote above the fence is not this engine's to restore: its
+ * first commit finds out.
+ */
+function viewBelow(log: LogListing, fenceSeq: number): CommittedView {
+  return { log, slots: log.slots.filter((s) => s.seq < fenceSeq), tailSlot: undefined, tailFrame: undefined };
+}
+
+/** Writes this claim's fence into slot `seq` at `key`: 'won', or what holds the key instead. */
+async function putFence(store: Store, keys: StreamKeys, id: Identity, seq: number, key: string, limits: FrameLimits): Promise<'won' | 'checkpoint' | 'fence' | 'nothing'> {
+  const fence = encodeFrame('fence', { stream: keys.stream, seq, epoch: id.epoch, writer: id.writer, createdAt: Date.now() }, new Uint8Array(0));
+  const there = await createOrRecognise(store, key, fence, keys.stream, seq);
+  if (there === 'ours') return 'won';
+  if (there === undefined) return 'nothing';
+  return decodeFrame(there, { stream: keys.stream, key, seq }, limits).kind === 'fence' ? 'fence' : 'checkpoint';
+}
+
+/**
+ * Makes every slot below `fenceSeq` hold a checkpoint: finds the newest committed checkpoint below
+ * it, then fills each slot above that one which nobody committed with a filler. Returns the
+ * committed log below the fence.
+ */
+async function fillBelow(store: Store, keys: StreamKeys, id: Identity, fenceSeq: number, limits: FrameLimits): Promise<CommittedView> {
+  const log = await listLog(store, keys);
+  const listed = new Map(log.slots.map((s) => [s.seq, s]));
+  // Below the newest committed checkpoint every slot is committed (each commit and each filler
+  // names its predecessor), so only the slots above it can need filling.
+  let prev: Frame | undefined;
+  let start = fenceSeq;
+  for (let s = fenceSeq - 1; s >= log.floor && prev === undefined; s--) {
+    const slot = listed.get(s);
+    if (slot !== undefined) {
+      const frame = decodeFrame(await readKey(store, keys, s, tailKey(slot)), { stream: keys.stream, key: tailKey(slot), seq: s }, limits);
+      if (frame.kind !== 'fence') {
+        prev = frame;
+        break;
+      }
+    }
+    start = s;
+  }
+  if (start >= fenceSeq) return viewBelow(log, fenceSeq);
+  if (prev === undefined) {
+    throw new StatefoldError('CORRUPT', `open stream ${JSON.stringify(keys.stream)}: slots ${start} to ${fenceSeq - 1} hold no checkpoint and none is committed below them`, { stream: keys.stream, seq: start });
+  }
+  for (let s = start; s < fenceSeq; s++) prev = await settleSlot(store, keys, id, s, prev, limits);
+  return viewBelow(await listLog(store, keys), fenceSeq);
+}
+
+/** Returns the checkpoint that decides slot `seq`, writing a filler on `prev` at the slot's first free key when there is none. */
+async function settleSlot(store: Store, keys: StreamKeys, id: Identity, seq: number, prev: Frame, limits: FrameLimits): Promise<Frame> {
+  let key = keys.slot(seq);
+  for (let i = 0; i < MAX_KEYS_PER_SLOT; i++) {
+    const there = await store.get(key).catch((err: unknown) => {
+      throw wrapStorage(err, keys.stream, seq, key, 'open (filling the slots below its fence)');
+    });
+    if (there === undefined) {
+      const filler = fillerFrame(id, seq, prev);
+      if ((await createOrRecognise(store, key, filler, keys.stream, seq)) === 'ours') return decodeFrame(filler, { stream: keys.stream, key, seq }, limits);
+      continue; // taken meanwhile (by the old writer's commit): read what is there
+    }
+    const frame = decodeFrame(there, { stream: keys.stream, key, seq }, limits);
+    if (frame.kind !== 'fence') return frame;
+    key = keys.afterFence(seq, frame.header.epoch);
+  }
+  throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)} seq ${seq}: more than ${MAX_KEYS_PER_SLOT} fences in one slot`, { stream: keys.stream, seq });
+}
+
+/** A checkpoint of seq `seq` equal to `prev`: a delta with no operations, carrying `prev`'s meta. */
+function fillerFrame(id: Identity, seq: number, prev: Frame): Uint8Array {
+  const header = {
+    stream: id.stream,
+    seq,
+    epoch: id.epoch,
+    writer: id.writer,
+    createdAt: Date.now(),
+    baseSeq: prev.kind === 'base' ? prev.header.seq : prev.header.baseSeq!,
+    parent: prev.crc,
+    filler: true,
+    ...(prev.header.meta !== undefined && { meta: prev.header.meta }),
+  };
+  return encodeFrame('delta', header, encodeValue([]));
+}
+
+async function readKey(store: Store, keys: StreamKeys, seq: number, key: string): Promise<Uint8Array> {
+  let bytes: Uint8Array | undefined;
   try {
-    if (await store.putIfAbsent(key, frame)) return true;
+    bytes = await store.get(key);
+  } catch (err) {
+    throw wrapStorage(err, keys.stream, seq, key, 'open (filling the slots below its fence)');
+  }
+  if (bytes === undefined) {
+    throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): listed, then gone (removed by retention?); open again`, { stream: keys.stream, seq, key });
+  }
+  return bytes;
+}
+
+/**
+ * Creates `key` with `frame`, or recognises that an earlier try of ours already did: 'ours', or
+ * the bytes another engine put there (undefined when none can be read: a lost race to a write that
+ * then failed, S3's 409; the caller tries again).
+ */
+async function createOrRecognise(store: Store, key: string, frame: Uint8Array, stream: string, seq: number): Promise<'ours' | Uint8Array | undefined> {
+  try {
+    if (await store.putIfAbsent(key, frame)) return 'ours';
   } catch (err) {
     const there = await store.get(key).catch(() => undefined);
     if (there === undefined) throw wrapStorage(err, stream, seq, key, 'open');
   }
-  // Ours (an earlier try landed), or another engine's; nothing there means a lost race to a
-  // failed write (S3's 409): the caller lists again and retries.
   let there: Uint8Array | undefined;
   try {
     there = await store.get(key);
   } catch (err) {
     throw wrapStorage(err, stream, seq, key, 'open (reading back a key found taken)');
   }
-  return there !== undefined && sameBytes(there, frame);
+  return there !== undefined && sameBytes(there, frame) ? 'ours' : there;
 }
