@@ -1,7 +1,9 @@
 /**
  * The value codec: state values to msgpack bytes and back, keeping what msgpack alone loses: -0,
- * Date, every typed array with its class, and keys such as `__proto__` (which msgpackr renames
- * on decode for safety). Those values travel as one private msgpack extension, `Tagged`.
+ * Date, every typed array with its class, keys such as `__proto__` (which msgpackr renames on
+ * decode for safety), and strings with lone surrogates (msgpack strings are UTF-8, which has no
+ * form for them: each would come back as U+FFFD). Those values travel as one private msgpack
+ * extension, `Tagged`.
  */
 import { Packr, Unpackr, addExtension } from 'msgpackr';
 import { Kind, bytesOf, classify, setOwn, typedArrayCode, typedArrayFromBytes, type TypedArray } from '../value.js';
@@ -12,6 +14,8 @@ const TAG_NEG_ZERO = 0;
 const TAG_DATE = 1;
 const TAG_BYTES = 2;
 const TAG_ENTRIES = 3;
+/** A string that is not well-formed UTF-16 (a lone surrogate), as its UTF-16LE code units. */
+const TAG_UTF16 = 4;
 
 /** A value msgpack cannot carry by itself, with its tag and plain data. */
 class Tagged {
@@ -36,6 +40,10 @@ function fromTagged(raw: unknown): unknown {
     case TAG_BYTES: {
       const [code, bytes] = data as [number, Uint8Array];
       return typedArrayFromBytes(code, bytes);
+    }
+    case TAG_UTF16: {
+      if (!(data instanceof Uint8Array) || data.byteLength % 2 !== 0) throw new Error('tagged UTF-16 string is not an even number of bytes');
+      return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf16le');
     }
     case TAG_ENTRIES: {
       const obj: Record<string, unknown> = {};
@@ -72,6 +80,7 @@ export function decodeValue(bytes: Uint8Array): unknown {
  */
 export function toWire(value: unknown, resolve?: LeafResolver): unknown {
   if (typeof value !== 'object' || value === null) {
+    if (typeof value === 'string') return value.isWellFormed() ? value : utf16(value);
     return typeof value === 'number' && value === 0 && 1 / value < 0 ? new Tagged(TAG_NEG_ZERO, null) : value;
   }
   const kind = classify(value);
@@ -95,7 +104,7 @@ export function toWire(value: unknown, resolve?: LeafResolver): unknown {
       const key = keys[i]!;
       const item = obj[key];
       const wire = toWire(item, resolve);
-      if (key === '__proto__') entries = true;
+      if (key === '__proto__' || !key.isWellFormed()) entries = true;
       if ((wire !== item || item === undefined) && out === undefined) {
         out = {};
         for (let j = 0; j < i; j++) setOwn(out, keys[j]!, obj[keys[j]!]);
@@ -104,7 +113,7 @@ export function toWire(value: unknown, resolve?: LeafResolver): unknown {
     }
     const result = out ?? obj;
     if (!entries) return result;
-    return new Tagged(TAG_ENTRIES, Object.keys(result).map((k) => [k, result[k]]));
+    return new Tagged(TAG_ENTRIES, Object.keys(result).map((k) => [k.isWellFormed() ? k : utf16(k), result[k]]));
   }
   if (kind === Kind.Date) {
     const date = (resolve ? resolve(value as Date) : value) as Date;
@@ -116,4 +125,9 @@ export function toWire(value: unknown, resolve?: LeafResolver): unknown {
   }
   // Validated values never get here; an unvalidated one is a bug, not user input.
   throw new TypeError(`toWire: unsupported value ${String(kind)}`);
+}
+
+/** A string with a lone surrogate, tagged with its UTF-16 code units (which Buffer keeps as they are). */
+function utf16(s: string): Tagged {
+  return new Tagged(TAG_UTF16, Buffer.from(s, 'utf16le'));
 }

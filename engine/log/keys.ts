@@ -11,7 +11,7 @@ export function assertStreamId(stream: unknown): asserts stream is string {
   if (typeof stream !== 'string' || stream.length === 0) {
     throw new StatefoldError('INVALID_ARGUMENT', `stream id ${describe(stream)}: must be a non-empty string`);
   }
-  if (!isWellFormed(stream)) {
+  if (!stream.isWellFormed()) {
     throw new StatefoldError('INVALID_ARGUMENT', `stream id ${JSON.stringify(stream)}: contains a lone surrogate, which has no UTF-8 form`, { stream });
   }
   const size = Buffer.byteLength(stream, 'utf8');
@@ -104,17 +104,6 @@ export class StreamKeys {
   }
 }
 
-function isWellFormed(s: string): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = s.charCodeAt(i + 1);
-      if (!(d >= 0xdc00 && d <= 0xdfff)) return false;
-      i++;
-    } else if (c >= 0xdc00 && c <= 0xdfff) return false;
-  }
-  return true;
-}
 
 function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);

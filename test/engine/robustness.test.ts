@@ -122,3 +122,43 @@ describe('commit: a failed read-back names stream and seq', () => {
     await first.close();
   });
 });
+
+describe('values: every JS string round-trips, lone surrogates included', () => {
+  const lone = ['\uD800', 'a\uDC00b', 'x\uDBFF', '\uDFFF\uD800', 'ok \uD83D\uDE00 then \uD83D'];
+  const charCodes = (s: string): number[] => Array.from({ length: s.length }, (_, i) => s.charCodeAt(i));
+  for (const updates of ['copy', 'immutable'] as const) {
+    it(`keeps lone surrogates in values, keys, meta and ops exactly (${updates})`, async () => {
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open<Record<string, unknown>>({ store, stream: `lone-${updates}`, updates, policy: { baseEvery: 100, maxDeltaRatio: Infinity } });
+      const base = { texts: [...lone], byKey: Object.fromEntries(lone.map((k, i) => [k, i])), plain: 'é' };
+      await engine.checkpoint(base, { meta: { note: lone[1] } });
+      // A delta: the pointer of each op names a key with a lone surrogate.
+      const next = { ...base, byKey: { ...base.byKey, [lone[0]!]: 'changed', [`new${lone[2]}`]: lone[3] }, texts: [...lone, lone[4]] };
+      const info = await engine.checkpoint(next);
+      expect(info.kind).toBe('delta');
+      await engine.close();
+      const first = await restore<typeof base>(store, `lone-${updates}`, { seq: 1 });
+      expect(first.state.texts.map(charCodes)).toEqual(lone.map(charCodes));
+      expect(Object.keys(first.state.byKey).map(charCodes)).toEqual(lone.map(charCodes));
+      expect(charCodes((first.meta as { note: string }).note)).toEqual(charCodes(lone[1]!));
+      const second = await restore<Record<string, unknown>>(store, `lone-${updates}`);
+      expect(second.state).toEqual(next);
+      expect(Object.keys(second.state.byKey as object).map(charCodes)).toEqual(Object.keys(next.byKey).map(charCodes));
+    });
+  }
+
+  it('runs an effect whose token has a lone surrogate once, across a reopen', async () => {
+    const store = new MemoryStore();
+    const token = `pay-\uD800-1`;
+    let calls = 0;
+    const a = await SnapshotEngine.open({ store, stream: 'lone-effect' });
+    await a.checkpoint({ n: 1 });
+    expect(await a.effect(token, () => (calls++, `paid\uDC00`))).toBe('paid\uDC00');
+    await a.close();
+    const b = await SnapshotEngine.open({ store, stream: 'lone-effect' });
+    expect(b.effects.map((e) => charCodes(e.token))).toEqual([charCodes(token)]);
+    expect(await b.effect(token, () => (calls++, 'again'))).toBe('paid\uDC00');
+    expect(calls).toBe(1);
+    await b.close();
+  });
+});
