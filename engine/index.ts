@@ -6,7 +6,7 @@ export { restore, listCheckpoints } from './restore/index.js';
 export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restore/index.js';
 export type { Policy } from './policy.js';
 export { gc } from './retention.js';
-export type { Retention, GcReport } from './retention.js';
+export type { Retention, GcReport, GcOptions } from './retention.js';
 export { DEFAULT_POLICY } from './policy.js';
 export type { UpdateMode } from './capture/index.js';
 export { StatefoldError, isStatefoldError } from './errors.js';

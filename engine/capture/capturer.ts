@@ -7,6 +7,7 @@
  */
 import type { Op } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
+import { StatefoldError, describeCause } from '../errors.js';
 import { invalidState } from '../value.js';
 import { Walk } from './walk.js';
 
@@ -70,7 +71,12 @@ export abstract class Capturer {
     const walk = new Walk('$', estimateSizes);
     const id = this.#nextId;
     if (state === undefined) invalidState('$', 'undefined (the state itself)');
-    const captured = this.#hasState ? this.diff(this.#state, state, walk, id, commit) : this.first(state, walk, id, commit);
+    let captured: unknown;
+    try {
+      captured = this.#hasState ? this.diff(this.#state, state, walk, id, commit) : this.first(state, walk, id, commit);
+    } catch (err) {
+      throw unreadable(err, walk);
+    }
     if (commit) {
       this.#nextId++;
       this.#state = captured;
@@ -90,4 +96,14 @@ export abstract class Capturer {
 
   /** How encoders read Dates and typed arrays as they were at capture `id`; undefined when they can read them as they are. */
   abstract resolverFor(id: number): LeafResolver | undefined;
+}
+
+/**
+ * Capture's error boundary: whatever a getter or a Proxy trap throws while the state is read
+ * becomes INVALID_STATE naming where the walk was; nothing was captured.
+ */
+export function unreadable(err: unknown, walk: Walk): StatefoldError {
+  if (err instanceof StatefoldError) return err;
+  const path = walk.path();
+  return new StatefoldError('INVALID_STATE', `${path}: reading it threw (${describeCause(err)}); only plain data (no getters or Proxies that throw) can be checkpointed`, { path, cause: err });
 }

@@ -1,5 +1,5 @@
 /** Capture, the first stage of a checkpoint: one capturer per update mode over a shared walk. */
-import { Capturer, type UpdateMode } from './capturer.js';
+import { Capturer, unreadable, type UpdateMode } from './capturer.js';
 import { CopyCapturer, cloneInto } from './copy.js';
 import { ImmutableCapturer } from './immutable.js';
 import { Walk } from './walk.js';
@@ -15,5 +15,10 @@ export function createCapturer(mode: UpdateMode): Capturer {
 
 /** Validates a value (meta, an effect's result) and returns a frozen private copy; `root` names it in errors. */
 export function captureValue(value: unknown, root: string): unknown {
-  return cloneInto(value, new Walk(root, false));
+  const walk = new Walk(root, false);
+  try {
+    return cloneInto(value, walk);
+  } catch (err) {
+    throw unreadable(err, walk);
+  }
 }
