@@ -43,6 +43,8 @@ export class SnapshotEngine<S = unknown> {
   readonly #trigger: StepTrigger<S, CheckpointOptions>;
   readonly #effects: EffectRunner<S>;
   readonly #limits: FrameLimits;
+  /** The store behind the error boundary: what every part of the engine calls. */
+  readonly #guarded: Store;
   readonly #retention: Retention | undefined;
   /** Closing is a state, not a flag: from the call to close() on, every call rejects CLOSED. */
   #lifecycle: 'open' | 'closing' | 'closed' = 'open';
@@ -53,6 +55,7 @@ export class SnapshotEngine<S = unknown> {
 
   private constructor(init: {
     store: Store;
+    userStore: Store;
     keys: StreamKeys;
     epoch: number;
     writer: string;
@@ -67,7 +70,8 @@ export class SnapshotEngine<S = unknown> {
     onPendingEffect: PendingPolicy;
     effectRetention: Required<EffectRetention>;
   }) {
-    this.store = init.store;
+    this.store = init.userStore;
+    this.#guarded = init.store;
     this.stream = init.keys.stream;
     this.epoch = init.epoch;
     this.updates = init.updates;
@@ -95,6 +99,7 @@ export class SnapshotEngine<S = unknown> {
    */
   static async open<S = unknown>(options: EngineOptions): Promise<SnapshotEngine<S>> {
     const { store, keys, policy, updates, limits, retention, onPendingEffect, effectRetention } = resolveEngineOptions(options);
+    const userStore = options.store;
     const claim = await claimStream(store, keys, limits);
     const capturer = createCapturer(updates);
     let head: Head = EMPTY_HEAD;
@@ -107,6 +112,7 @@ export class SnapshotEngine<S = unknown> {
     }
     return new SnapshotEngine<S>({
       store,
+      userStore,
       keys,
       epoch: claim.epoch,
       writer: claim.writer,
@@ -243,7 +249,7 @@ export class SnapshotEngine<S = unknown> {
     this.#assertOpen('gc');
     const r = retention ?? this.#retention;
     if (r === undefined) throw new StatefoldError('INVALID_ARGUMENT', `gc stream ${JSON.stringify(this.stream)}: no retention given and none set at open`, { stream: this.stream });
-    return gc(this.store, this.stream, r, { limits: this.#limits });
+    return gc(this.#guarded, this.stream, r, { limits: this.#limits, storeTimeoutMs: Infinity });
   }
 
   /** The error of the last background gc, if it failed (it is retried after the next base). */
@@ -279,7 +285,7 @@ export class SnapshotEngine<S = unknown> {
 
   #backgroundGc(): void {
     if (this.#retention === undefined || this.#gcRunning) return;
-    const run = gc(this.store, this.stream, this.#retention, { limits: this.#limits });
+    const run = gc(this.#guarded, this.stream, this.#retention, { limits: this.#limits, storeTimeoutMs: Infinity });
     this.#gcRunning = run;
     run.then(
       () => (this.#gcError = undefined),

@@ -10,8 +10,12 @@ export type ErrorCode =
   | 'CORRUPT'
   /** Another engine has opened the stream since this one did; this engine may not commit. */
   | 'FENCED'
-  /** The store failed (I/O error, network, throttling) after its retries. */
+  /** The store failed (I/O error, network, throttling) after its retries, or answered something that is not what a Store answers. */
   | 'STORAGE'
+  /** A store call did not settle within `storeTimeoutMs`; like STORAGE, its outcome is unknown. */
+  | 'TIMEOUT'
+  /** The caller's AbortSignal cancelled the operation. */
+  | 'ABORTED'
   /** The engine was closed; it accepts no more calls. */
   | 'CLOSED'
   /** An effect token was found pending (intent recorded, outcome not) and the policy is 'throw'. */
@@ -55,5 +59,10 @@ export function isStatefoldError(err: unknown, code?: ErrorCode): err is Statefo
 /** Short text of any thrown value, for messages that wrap it. */
 export function describeCause(err: unknown): string {
   if (err instanceof Error) return err.message;
-  return String(err);
+  try {
+    return String(err);
+  } catch {
+    // An object without a usable toString (Object.create(null), a hostile Proxy).
+    return Object.prototype.toString.call(err);
+  }
 }

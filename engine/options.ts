@@ -5,6 +5,7 @@ import type { UpdateMode } from './capture/index.js';
 import { resolveEffectRetention, type EffectRetention, type PendingPolicy } from './effects/ledger.js';
 import { StatefoldError } from './errors.js';
 import type { FrameLimits } from './format/frame.js';
+import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
 import { resolveRetention, type Retention } from './retention.js';
@@ -36,6 +37,11 @@ export interface EngineOptions {
   onPendingEffect?: PendingPolicy;
   /** How long settled effect tokens are kept (defaults: 24 hours, 10,000 tokens). */
   effectRetention?: EffectRetention;
+  /**
+   * How long one store call may take before it fails TIMEOUT (default 300,000 ms: a guard against
+   * a store whose call never settles; S3Store also times out each try after its requestTimeoutMs).
+   */
+  storeTimeoutMs?: number;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -52,6 +58,7 @@ export interface CheckpointOptions {
 
 /** EngineOptions checked, with every default filled in. */
 export interface ResolvedEngineOptions {
+  /** The caller's store behind the error boundary (log/guard.ts). */
   store: Store;
   keys: StreamKeys;
   policy: ResolvedPolicy;
@@ -80,5 +87,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
       throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`, { stream: keys.stream });
     }
-  return { store, keys, policy, updates, limits, retention: options.retention, onPendingEffect, effectRetention };
+  const guarded = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'SnapshotEngine.open'));
+  return { store: guarded, keys, policy, updates, limits, retention: options.retention, onPendingEffect, effectRetention };
 }

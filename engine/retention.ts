@@ -7,6 +7,7 @@ import { StatefoldError } from './errors.js';
 import { DEFAULT_LIMITS, type Frame, type FrameLimits } from './format/frame.js';
 import { assertStore } from './args.js';
 import { committedView } from './log/committed.js';
+import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
 import { listLog, tailKey } from './log/listing.js';
 import { readFrame, relistOnVanish } from './log/read.js';
@@ -23,6 +24,18 @@ export interface Retention {
    * Default 30,000 (30 s); 0 turns it off.
    */
   minAgeMs?: number;
+}
+
+/** Options of `gc`. */
+export interface GcOptions {
+  /** Aborts the reads and deletes (they then reject ABORTED). */
+  signal?: AbortSignal;
+  /** Largest uncompressed frame payload read back (default 1 GiB). */
+  limits?: FrameLimits;
+  /** The time retention ages are measured from (default: now). */
+  now?: number;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
 }
 
 /** Default grace for readers, in milliseconds. */
@@ -66,8 +79,9 @@ export function resolveRetention(r: Retention): Required<Retention> {
  * ago still finds its next key taken and fails FENCED rather than committing into deleted history.
  * Safe while a writer is active: writers only add seqs past the newest.
  */
-export async function gc(store: Store, stream: string, retention: Retention, options: { signal?: AbortSignal; limits?: FrameLimits; now?: number } = {}): Promise<GcReport> {
+export async function gc(store: Store, stream: string, retention: Retention, options: GcOptions = {}): Promise<GcReport> {
   assertStore(store, 'gc');
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'gc'));
   const keys = new StreamKeys(stream);
   const { keepLast, keepForMs, minAgeMs } = resolveRetention(retention);
   const limits = options.limits ?? DEFAULT_LIMITS;

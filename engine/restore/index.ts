@@ -6,6 +6,7 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertSeq, assertStore, limitsOf } from '../args.js';
 import { committedView } from '../log/committed.js';
+import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
 import { relistOnVanish } from '../log/read.js';
@@ -20,6 +21,7 @@ export type { CheckpointEntry, ListCheckpointsOptions, Restored, RestoreOptions 
 export async function restore<S = unknown>(store: Store, stream: string, options: RestoreOptions = {}): Promise<Restored<S>> {
   assertStore(store, 'restore');
   options = assertOptions(options, 'restore');
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restore'));
   const keys = new StreamKeys(stream);
   if (options.seq !== undefined) assertSeq(options.seq, stream);
   const limits = limitsOf(options.maxPayloadBytes);

@@ -5,6 +5,7 @@ import { EMPTY_LEDGER } from '../effects/ledger.js';
 import type { FrameLimits } from '../format/frame.js';
 import { decodeMeta } from '../format/frame.js';
 import { committedView } from '../log/committed.js';
+import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey } from '../log/listing.js';
 import { mapLimit, readFrame, relistOnVanish } from '../log/read.js';
@@ -15,6 +16,7 @@ import type { CheckpointEntry, ListCheckpointsOptions } from './types.js';
 export async function listCheckpoints(store: Store, stream: string, options: ListCheckpointsOptions = {}): Promise<CheckpointEntry[]> {
   assertStore(store, 'listCheckpoints');
   options = assertOptions(options, 'listCheckpoints');
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listCheckpoints'));
   const keys = new StreamKeys(stream);
   const limits = limitsOf(options.maxPayloadBytes);
   return relistOnVanish(() => listFrom(store, keys, limits, options));

@@ -6,8 +6,10 @@ import type { EffectRecord } from '../effects/ledger.js';
 export interface RestoreOptions {
   /** The seq to restore; the newest committed checkpoint when absent. */
   seq?: number;
-  /** Aborts the reads. */
+  /** Aborts the reads (they then reject ABORTED). */
   signal?: AbortSignal;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
   /** Largest uncompressed frame payload accepted (default 1 GiB): a guard against damaged lengths. */
   maxPayloadBytes?: number;
   /** How many objects are read at once (default 16). */
@@ -62,7 +64,10 @@ export interface CheckpointEntry {
 
 /** Options of `listCheckpoints`. */
 export interface ListCheckpointsOptions {
+  /** Aborts the reads (they then reject ABORTED). */
   signal?: AbortSignal;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
   maxPayloadBytes?: number;
   concurrency?: number;
 }

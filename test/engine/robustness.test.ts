@@ -1,22 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore, type ListOptions, type Store, type StoreOptions } from 'statefold';
+import { MemoryStore, SnapshotEngine, StatefoldError, gc, listCheckpoints, restore, type ListOptions, type Store, type StoreOptions } from 'statefold';
 
 /** A store that hands each operation to `hook` first, so a test can act between two operations of another caller. */
 class HookStore implements Store {
   constructor(
     readonly inner: Store,
     readonly hook: (op: 'get' | 'putIfAbsent' | 'list' | 'delete', key: string) => Promise<void> | void,
+    /** Answers to give instead of the inner store's (a misbehaving store). */
+    readonly answers: { get?: () => unknown; putIfAbsent?: () => unknown; list?: () => unknown } = {},
   ) {}
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
     await this.hook('get', key);
+    if (this.answers.get) return this.answers.get() as Uint8Array;
     return this.inner.get(key, options);
   }
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     await this.hook('putIfAbsent', key);
+    if (this.answers.putIfAbsent) return this.answers.putIfAbsent() as boolean;
     return this.inner.putIfAbsent(key, body, options);
   }
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
     await this.hook('list', prefix);
+    if (this.answers.list) return this.answers.list() as string[];
     return this.inner.list(prefix, options);
   }
   async delete(key: string, options?: StoreOptions): Promise<void> {
@@ -160,5 +165,86 @@ describe('values: every JS string round-trips, lone surrogates included', () => 
     expect(await b.effect(token, () => (calls++, 'again'))).toBe('paid\uDC00');
     expect(calls).toBe(1);
     await b.close();
+  });
+});
+
+describe('errors: one boundary for capture and for store calls', () => {
+  for (const updates of ['copy', 'immutable'] as const) {
+    it(`turns a throwing getter or Proxy trap into INVALID_STATE naming the path, and captures nothing (${updates})`, async () => {
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open<unknown>({ store, stream: `traps-${updates}`, updates });
+      let n = 1;
+      await engine.checkpoint({ ok: { n } });
+      const getter = { ok: { n: 1 }, bad: Object.defineProperty({}, 'x', { enumerable: true, get: () => { throw new TypeError('getter exploded'); } }) };
+      const ownKeys = { ok: { n: 1 }, bad: new Proxy({}, { ownKeys: () => { throw 42; } }) };
+      const proto = { ok: { n: 1 }, bad: new Proxy({}, { getPrototypeOf: () => { throw Symbol('trap'); } }) };
+      for (const [what, state] of [['getter', getter], ['ownKeys', ownKeys], ['getPrototypeOf', proto]] as const) {
+        const err = await engine.checkpoint(state).catch((e: unknown) => e);
+        expect(err, what).toBeInstanceOf(StatefoldError);
+        expect(err, what).toMatchObject({ code: 'INVALID_STATE', stream: `traps-${updates}` });
+        expect((err as StatefoldError).path, what).toMatch(/^\$\.bad/);
+        // Nothing of the rejected state was captured: the next checkpoint diffs against the last good one.
+        n++;
+        expect(await engine.checkpoint({ ok: { n } }).then((i) => i.ops), what).toBe(1);
+      }
+      const meta = await engine.checkpoint({ ok: { n: n + 1 } }, { meta: getter }).catch((e: unknown) => e);
+      expect(meta).toMatchObject({ code: 'INVALID_STATE' });
+      await engine.close();
+      expect((await restore(store, `traps-${updates}`)).state).toEqual({ ok: { n } });
+    });
+  }
+
+  const misbehaving: [string, (inner: Store) => Store, string][] = [
+    ['get answers a string', (inner) => new HookStore(inner, () => undefined, { get: () => 'bytes' }), 'STORAGE'],
+    ['list answers an object', (inner) => new HookStore(inner, () => undefined, { list: () => ({ keys: [] }) }), 'STORAGE'],
+    ['putIfAbsent answers a string', (inner) => new HookStore(inner, () => undefined, { putIfAbsent: () => 'yes' }), 'STORAGE'],
+    ['get throws 42', (inner) => new HookStore(inner, (op) => { if (op === 'get') throw 42; }), 'STORAGE'],
+    ['list throws a symbol', (inner) => new HookStore(inner, (op) => { if (op === 'list') throw Symbol('nope'); }), 'STORAGE'],
+    ['list throws an object without toString', (inner) => new HookStore(inner, (op) => { if (op === 'list') throw Object.create(null); }), 'STORAGE'],
+  ];
+  for (const [what, make] of misbehaving) {
+    it(`rejects with a StatefoldError when a store misbehaves: ${what}`, async () => {
+      const inner = new MemoryStore();
+      const seed = await SnapshotEngine.open({ store: inner, stream: 'm' });
+      await seed.checkpoint({ a: 1 });
+      await seed.close();
+      const store = make(inner);
+      const reads = what.startsWith('putIfAbsent') ? [] : [() => restore(store, 'm'), () => listCheckpoints(store, 'm')];
+      for (const attempt of [() => SnapshotEngine.open({ store, stream: 'm' }), ...reads]) {
+        const err = await attempt().then(() => undefined, (e: unknown) => e);
+        expect(err, what).toBeInstanceOf(StatefoldError);
+        expect(err, what).toMatchObject({ code: 'STORAGE' });
+        expect((err as Error).message, what).toMatch(/(^|: )(get|list|putIfAbsent) s\.m/);
+      }
+    });
+  }
+
+  it('fails TIMEOUT when a store call never settles, within storeTimeoutMs', async () => {
+    const inner = new MemoryStore();
+    const never = new HookStore(inner, (op) => (op === 'list' ? new Promise<void>(() => undefined) : undefined));
+    await expect(SnapshotEngine.open({ store: never, stream: 't', storeTimeoutMs: 50 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(restore(never, 't', { storeTimeoutMs: 50 })).rejects.toMatchObject({ code: 'TIMEOUT', message: expect.stringMatching(/^list .*within 50 ms/) });
+    await expect(SnapshotEngine.open({ store: inner, stream: 't', storeTimeoutMs: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+
+  it('rejects ABORTED, not STORAGE, when the caller aborts', async () => {
+    const inner = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store: inner, stream: 'ab' });
+    await engine.checkpoint({ a: 1 });
+    await engine.close();
+    const controller = new AbortController();
+    controller.abort(new Error('user cancelled'));
+    for (const attempt of [() => restore(inner, 'ab', { signal: controller.signal }), () => listCheckpoints(inner, 'ab', { signal: controller.signal }), () => gc(inner, 'ab', { keepLast: 1 }, { signal: controller.signal })]) {
+      await expect(attempt()).rejects.toMatchObject({ code: 'ABORTED' });
+    }
+    // Aborted while the store works: the store's own failure is the cause.
+    const late = new AbortController();
+    const slow = new HookStore(inner, async (op) => {
+      if (op === 'get') {
+        late.abort();
+        throw new Error('request cancelled');
+      }
+    });
+    await expect(restore(slow, 'ab', { signal: late.signal })).rejects.toMatchObject({ code: 'ABORTED' });
   });
 });

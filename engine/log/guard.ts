@@ -1,0 +1,74 @@
+/**
+ * The one boundary between statefold and a store: every store call the engine, restore, list and
+ * gc make goes through it. Whatever a store does wrong surfaces as a StatefoldError naming the
+ * operation and key: a throw that is not a StatefoldError (an Error, a string, `42`, a symbol)
+ * becomes STORAGE with the thrown value as cause; an answer of the wrong type becomes STORAGE; a
+ * call that does not settle within the timeout becomes TIMEOUT; a call failed by the caller's own
+ * AbortSignal becomes ABORTED, so that retry logic written against STORAGE never retries a
+ * cancellation.
+ */
+import type { ListOptions, Store, StoreOptions } from '../../storage-adapters/store.js';
+import { StatefoldError, describeCause } from '../errors.js';
+
+/** Default time a single store call may take before it fails TIMEOUT: 5 minutes (a guard against calls that never settle). */
+export const DEFAULT_STORE_TIMEOUT_MS = 300_000;
+
+/** A store whose every call keeps the error contract above, failing TIMEOUT after `timeoutMs` (Infinity: never). */
+export function guardStore(store: Store, timeoutMs: number): Store {
+  return {
+    get: (key: string, options?: StoreOptions) =>
+      guarded('get', key, options, timeoutMs, () => store.get(key, options), (v) => v === undefined || v instanceof Uint8Array, 'a Uint8Array or undefined'),
+    putIfAbsent: (key: string, body: Uint8Array, options?: StoreOptions) =>
+      guarded('putIfAbsent', key, options, timeoutMs, () => store.putIfAbsent(key, body, options), (v) => typeof v === 'boolean', 'a boolean'),
+    list: (prefix: string, options?: ListOptions) =>
+      guarded('list', prefix, options, timeoutMs, () => store.list(prefix, options), (v) => Array.isArray(v) && v.every((k) => typeof k === 'string'), 'an array of strings'),
+    delete: (key: string, options?: StoreOptions) =>
+      guarded('delete', key, options, timeoutMs, () => store.delete(key, options), () => true, 'nothing'),
+  };
+}
+
+/** Checks a `storeTimeoutMs` option: a positive number of milliseconds, or Infinity. */
+export function resolveStoreTimeout(value: unknown, op: string): number {
+  if (value === undefined) return DEFAULT_STORE_TIMEOUT_MS;
+  if (typeof value !== 'number' || !(value > 0)) {
+    throw new StatefoldError('INVALID_ARGUMENT', `${op}: storeTimeoutMs ${String(value)} is not a positive number of milliseconds (or Infinity)`);
+  }
+  return value;
+}
+
+async function guarded<T>(op: string, key: string, options: StoreOptions | undefined, timeoutMs: number, call: () => Promise<T>, valid: (v: unknown) => boolean, expected: string): Promise<T> {
+  const signal = options?.signal;
+  if (signal?.aborted) throw aborted(op, key, signal.reason);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const result = await new Promise<T>((resolve, reject) => {
+      if (timeoutMs !== Infinity) {
+        timer = setTimeout(() => reject(new StatefoldError('TIMEOUT', `${op} ${key}: the store did not answer within ${timeoutMs} ms (storeTimeoutMs)`, { key })), timeoutMs);
+      }
+      try {
+        call().then(resolve, reject);
+      } catch (err) {
+        reject(err);
+      }
+    });
+    if (!valid(result)) throw new StatefoldError('STORAGE', `${op} ${key}: the store answered ${describeValue(result)}, not ${expected}`, { key });
+    return result;
+  } catch (err) {
+    if (signal?.aborted) throw aborted(op, key, signal.reason, err);
+    if (err instanceof StatefoldError) throw err;
+    throw new StatefoldError('STORAGE', `${op} ${key}: ${describeCause(err)}`, { key, cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function aborted(op: string, key: string, reason: unknown, failure?: unknown): StatefoldError {
+  return new StatefoldError('ABORTED', `${op} ${key}: aborted by the caller's signal${reason === undefined ? '' : ` (${describeCause(reason)})`}`, { key, cause: failure ?? reason });
+}
+
+function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array that is not all strings';
+  if (typeof v === 'object') return `an object (${Object.prototype.toString.call(v)})`;
+  return `a ${typeof v}`;
+}
