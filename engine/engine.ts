@@ -11,19 +11,18 @@
  */
 import type { Store } from '../storage-adapters/store.js';
 import { captureValue, createCapturer, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
-import { EMPTY_LEDGER, type EffectRecord, type EffectRetention, type Ledger, type PendingPolicy } from './effects/ledger.js';
+import { EMPTY_LEDGER, type EffectRecord, type Ledger } from './effects/ledger.js';
 import { EffectRunner, type EffectOptions } from './effects/runner.js';
 import { StatefoldError, isStatefoldError } from './errors.js';
-import type { FrameLimits } from './format/frame.js';
 import { decodeValue, encodeValue } from './format/values.js';
-import { StreamKeys } from './log/keys.js';
-import { resolveEngineOptions, type CheckpointOptions, type EngineOptions } from './options.js';
+import { resolveEngineOptions, type CheckpointOptions, type EngineOptions, type ResolvedEngineOptions } from './options.js';
 import type { ResolvedPolicy } from './policy.js';
 import { readChain } from './restore/chain.js';
-import { gc, type GcReport, type Retention } from './retention.js';
-import { claimStream } from './writer/claim.js';
+import type { GcReport, Retention } from './retention.js';
+import { claimStream, type Claim } from './writer/claim.js';
 import { SlotWriter } from './writer/commit.js';
 import { CommitQueue, EMPTY_HEAD, type CheckpointInfo, type Head } from './writer/queue.js';
+import { RetentionRunner } from './writer/retention-runner.js';
 import { StepTrigger } from './writer/trigger.js';
 
 export type { CheckpointInfo } from './writer/queue.js';
@@ -42,55 +41,33 @@ export class SnapshotEngine<S = unknown> {
   readonly #queue: CommitQueue;
   readonly #trigger: StepTrigger<S, CheckpointOptions>;
   readonly #effects: EffectRunner<S>;
-  readonly #limits: FrameLimits;
-  /** The store behind the error boundary: what every part of the engine calls. */
-  readonly #guarded: Store;
-  readonly #retention: Retention | undefined;
+  readonly #retention: RetentionRunner;
   /** Closing is a state, not a flag: from the call to close() on, every call rejects CLOSED. */
   #lifecycle: 'open' | 'closing' | 'closed' = 'open';
-  #gcRunning: Promise<GcReport> | undefined;
-  #gcError: unknown;
   /** Meta of the last capture, repeated by the checkpoints that only record effects. */
   #lastMeta: Uint8Array | undefined;
 
-  private constructor(init: {
-    store: Store;
-    userStore: Store;
-    keys: StreamKeys;
-    epoch: number;
-    writer: string;
-    updates: UpdateMode;
-    policy: ResolvedPolicy;
-    limits: FrameLimits;
-    head: Head;
-    nextKey: string;
-    capturer: Capturer;
-    retention: Retention | undefined;
-    ledger: Ledger;
-    onPendingEffect: PendingPolicy;
-    effectRetention: Required<EffectRetention>;
-  }) {
-    this.store = init.userStore;
-    this.#guarded = init.store;
-    this.stream = init.keys.stream;
-    this.epoch = init.epoch;
-    this.updates = init.updates;
-    this.policy = init.policy;
-    this.#limits = init.limits;
-    this.#retention = init.retention;
-    this.#capturer = init.capturer;
-    this.#lastMeta = init.head.meta;
-    const identity = { epoch: init.epoch, writer: init.writer };
-    const writer = new SlotWriter(init.store, init.keys, identity, init.limits);
-    this.#queue = new CommitQueue(init.keys, identity, init.policy, init.capturer, writer, () => this.#backgroundGc(), init.head, init.nextKey);
-    this.#trigger = new StepTrigger(init.policy);
+  private constructor(options: ResolvedEngineOptions, userStore: Store, claim: Claim, opened: { head: Head; capturer: Capturer; ledger: Ledger }) {
+    const { store, keys, policy, limits } = options;
+    this.store = userStore;
+    this.stream = keys.stream;
+    this.epoch = claim.epoch;
+    this.updates = options.updates;
+    this.policy = policy;
+    this.#capturer = opened.capturer;
+    this.#lastMeta = opened.head.meta;
+    this.#retention = new RetentionRunner(store, keys.stream, options.retention, limits);
+    const identity = { epoch: claim.epoch, writer: claim.writer };
+    const writer = new SlotWriter(store, keys, identity, limits);
+    this.#queue = new CommitQueue(keys, identity, policy, opened.capturer, writer, () => this.#retention.afterBase(), opened.head, claim.nextKey);
+    this.#trigger = new StepTrigger(policy);
     const host = {
       stream: this.stream,
       // Effects record their intent and outcome even while the engine closes (close waits for them).
-      checkpoint: (state: S, options: CheckpointOptions | undefined) => this.#checkpoint(state, options),
-      checkpointUnchanged: (options?: CheckpointOptions) => this.#checkpointUnchanged(options),
+      checkpoint: (state: S, o: CheckpointOptions | undefined) => this.#checkpoint(state, o),
+      checkpointUnchanged: (o?: CheckpointOptions) => this.#checkpointUnchanged(o),
     };
-    this.#effects = new EffectRunner<S>(host, init.ledger, init.onPendingEffect, init.effectRetention);
+    this.#effects = new EffectRunner<S>(host, opened.ledger, options.onPendingEffect, options.effectRetention);
   }
 
   /**
@@ -98,35 +75,16 @@ export class SnapshotEngine<S = unknown> {
    * open) and restores its last committed checkpoint into `engine.state` and `engine.seq`.
    */
   static async open<S = unknown>(options: EngineOptions): Promise<SnapshotEngine<S>> {
-    const { store, keys, policy, updates, limits, retention, onPendingEffect, effectRetention } = resolveEngineOptions(options);
-    const userStore = options.store;
-    const claim = await claimStream(store, keys, limits);
-    const capturer = createCapturer(updates);
-    let head: Head = EMPTY_HEAD;
-    let ledger: Ledger = EMPTY_LEDGER;
-    if (claim.view.slots.length > 0) {
-      const chain = await readChain<unknown>(store, claim.view, undefined, limits);
-      ledger = chain.ledger;
-      capturer.seed(chain.restored.state);
-      head = { seq: chain.restored.seq, crc: chain.crc, state: capturer.state, meta: chain.metaBytes, baseSeq: chain.baseSeq, baseBytes: chain.baseBytes, deltaBytes: chain.deltaBytes };
-    }
-    return new SnapshotEngine<S>({
-      store,
-      userStore,
-      keys,
-      epoch: claim.epoch,
-      writer: claim.writer,
-      updates,
-      policy,
-      limits,
-      head,
-      nextKey: claim.nextKey,
-      capturer,
-      retention,
-      ledger,
-      onPendingEffect,
-      effectRetention,
-    });
+    const resolved = resolveEngineOptions(options);
+    const { store, limits } = resolved;
+    const claim = await claimStream(store, resolved.keys, limits);
+    const capturer = createCapturer(resolved.updates);
+    if (claim.view.slots.length === 0) return new SnapshotEngine<S>(resolved, options.store, claim, { head: EMPTY_HEAD, capturer, ledger: EMPTY_LEDGER });
+    const chain = await readChain<unknown>(store, claim.view, undefined, limits);
+    capturer.seed(chain.restored.state);
+    const { crc, baseSeq, baseBytes, deltaBytes } = chain;
+    const head: Head = { seq: chain.restored.seq, crc, state: capturer.state, meta: chain.metaBytes, baseSeq, baseBytes, deltaBytes };
+    return new SnapshotEngine<S>(resolved, options.store, claim, { head, capturer, ledger: chain.ledger });
   }
 
   /**
@@ -235,7 +193,7 @@ export class SnapshotEngine<S = unknown> {
       await this.#effects.idle();
       if (this.#trigger.deferred && !this.fenced) await this.#flush();
       await this.#queue.idle();
-      await this.#gcRunning?.catch(() => undefined);
+      await this.#retention.idle();
     } finally {
       this.#lifecycle = 'closed';
     }
@@ -247,14 +205,12 @@ export class SnapshotEngine<S = unknown> {
    */
   async gc(retention?: Retention): Promise<GcReport> {
     this.#assertOpen('gc');
-    const r = retention ?? this.#retention;
-    if (r === undefined) throw new StatefoldError('INVALID_ARGUMENT', `gc stream ${JSON.stringify(this.stream)}: no retention given and none set at open`, { stream: this.stream });
-    return gc(this.#guarded, this.stream, r, { limits: this.#limits, storeTimeoutMs: Infinity });
+    return this.#retention.run(retention);
   }
 
   /** The error of the last background gc, if it failed (it is retried after the next base). */
   get gcError(): unknown {
-    return this.#gcError;
+    return this.#retention.error;
   }
 
   /** Effect tokens found pending: their intent was recorded but not their outcome (a crash came between). */
@@ -281,16 +237,6 @@ export class SnapshotEngine<S = unknown> {
       return Promise.reject(err);
     }
     return this.#effects.run(token, fn, options);
-  }
-
-  #backgroundGc(): void {
-    if (this.#retention === undefined || this.#gcRunning) return;
-    const run = gc(this.#guarded, this.stream, this.#retention, { limits: this.#limits, storeTimeoutMs: Infinity });
-    this.#gcRunning = run;
-    run.then(
-      () => (this.#gcError = undefined),
-      (err: unknown) => (this.#gcError = err),
-    ).finally(() => (this.#gcRunning = undefined));
   }
 
   #assertOpen(op: string): void {
