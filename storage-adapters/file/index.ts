@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
-import { isValidKey } from '../store.js';
-import { assertKey, assertPrefix, storageError, throwIfAborted } from '../errors.js';
-import { StatefoldError } from '../../engine/errors.js';
+import { StatefoldError } from '../errors.js';
+import { assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {

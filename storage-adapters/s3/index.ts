@@ -14,9 +14,8 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
-import { isValidKey, isValidPrefix } from '../store.js';
-import { assertKey, assertPrefix, throwIfAborted } from '../errors.js';
-import { StatefoldError, describeCause } from '../../engine/errors.js';
+import { StatefoldError, describeCause } from '../errors.js';
+import { assertKey, assertPrefix, isValidKey, isValidPrefix, throwIfAborted } from '../kit/index.js';
 
 /** Options of `new S3Store(...)`. */
 export interface S3StoreOptions {
