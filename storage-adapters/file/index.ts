@@ -151,7 +151,10 @@ export class FileStore implements Store {
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
     } catch (err) {
-      if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      if (isMissing(err)) return;
+      // A prefix that runs through an object's file has nothing under it; but when the store's
+      // own dir is not a directory, listing it failed and must not look empty.
+      if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && dirKey !== '' && (await isDirectory(this.dir))) return;
       throw err;
     }
     for (const entry of entries) {
@@ -202,6 +205,13 @@ async function syncDir(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  return fs.stat(dir).then(
+    (stat) => stat.isDirectory(),
+    () => false,
+  );
 }
 
 function isMissing(err: unknown): boolean {

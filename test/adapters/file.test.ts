@@ -49,6 +49,19 @@ describe('file store: native behaviour', () => {
     expect(Array.from((await b.get('x/1'))!)).toEqual([7]);
   });
 
+  it('lists nothing under a prefix that runs through an object, but rejects STORAGE when dir is not a directory', async () => {
+    const dir = await freshDir();
+    const store = new FileStore({ dir });
+    await store.putIfAbsent('obj', Uint8Array.of(1));
+    expect(await store.list('obj/')).toEqual([]);
+    expect(await store.list('obj/x/')).toEqual([]);
+    const inside = new FileStore({ dir: path.join(dir, 'obj', 'store') });
+    for (const prefix of ['', 'a/', 'a/b/']) {
+      const err = await inside.list(prefix).catch((e: unknown) => e);
+      expect(err, prefix).toMatchObject({ code: 'STORAGE', cause: expect.objectContaining({ code: 'ENOTDIR' }) });
+    }
+  });
+
   it('rejects a missing dir option with INVALID_ARGUMENT', () => {
     expect(() => new FileStore({} as never)).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
