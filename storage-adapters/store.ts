@@ -5,7 +5,7 @@
  * Keys are non-empty strings of `/`-separated segments made of `[A-Za-z0-9._~-]`, never `.` or
  * `..`, at most 1,024 bytes (`isValidKey` in kit/keys.ts checks them).
  *
- * Contracts every store keeps (the shared conformance suite in test/conformance checks them):
+ * Contracts every store keeps (the conformance suite in `statefold/testing` checks them):
  * - Missing is one thing everywhere: `get` of an absent key resolves `undefined`; `delete` of an
  *   absent key resolves quietly.
  * - Failures other than "absent" or "already exists" reject with a StatefoldError of code

@@ -1,9 +1,9 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileStore } from 'statefold';
-import { describeStoreConformance } from '../conformance/store-conformance.js';
+import { describeStoreConformance } from 'statefold/testing';
 
 const dirs: string[] = [];
 async function freshDir(): Promise<string> {
@@ -18,6 +18,12 @@ afterAll(async () => {
 describeStoreConformance({
   name: 'file',
   create: async () => new FileStore({ dir: await freshDir() }),
+  // A dir under a regular file: every operation meets ENOTDIR.
+  createFailing: async () => {
+    const file = path.join(await freshDir(), 'not-a-dir');
+    await writeFile(file, 'x');
+    return new FileStore({ dir: path.join(file, 'store') });
+  },
 });
 
 describe('file store: native behaviour', () => {
