@@ -36,4 +36,5 @@ export const {
 
 /** The SDK's client type (the value of the same name is its class). */
 export type S3Client = Sdk.S3Client;
+/** The SDK's types statefold/s3 uses. */
 export type { CompletedPart, S3ClientConfig } from '@aws-sdk/client-s3';
