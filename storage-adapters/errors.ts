@@ -1,27 +1,74 @@
-import { StatefoldError, describeCause } from '../engine/errors.js';
-import { isValidKey, isValidPrefix } from './store.js';
+/**
+ * The one error type statefold throws, with its codes. It lives with the stores because every
+ * layer throws it and the stores are the bottom of the dependency graph: the engine imports the
+ * stores, never the other way round (the engine's errors module re-exports this file).
+ */
 
-/** Rejects a malformed key before any store touches storage. */
-export function assertKey(op: string, key: string): void {
-  if (!isValidKey(key)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `${op} ${JSON.stringify(key)}: not a valid store key ('/'-separated segments of [A-Za-z0-9._~-], at most 1,024 bytes)`, { key });
+/** The string codes a StatefoldError can carry; each names one kind of failure. */
+export type ErrorCode =
+  /** The state (or meta, or an effect result) holds a value statefold cannot checkpoint. */
+  | 'INVALID_STATE'
+  /** An argument is malformed: a stream id, a seq, an option. */
+  | 'INVALID_ARGUMENT'
+  /** The stream, checkpoint or key does not exist (or was removed by retention). */
+  | 'NOT_FOUND'
+  /** A stored object failed verification: checksum, length, identity or chain. */
+  | 'CORRUPT'
+  /** Another engine has opened the stream since this one did; this engine may not commit. */
+  | 'FENCED'
+  /** The store failed (I/O error, network, throttling) after its retries, or answered something that is not what a Store answers. */
+  | 'STORAGE'
+  /** A store call did not settle within `storeTimeoutMs`; like STORAGE, its outcome is unknown. */
+  | 'TIMEOUT'
+  /** The caller's AbortSignal cancelled the operation. */
+  | 'ABORTED'
+  /** The engine was closed; it accepts no more calls. */
+  | 'CLOSED'
+  /** An effect token was found pending (intent recorded, outcome not) and the policy is 'throw'. */
+  | 'EFFECT_PENDING'
+  /** An effect token's recorded outcome is a failure; the effect is not run again. */
+  | 'EFFECT_FAILED';
+
+/** Details a StatefoldError may carry besides its message. */
+export interface StatefoldErrorDetails {
+  cause?: unknown;
+  stream?: string;
+  seq?: number;
+  key?: string;
+  path?: string;
+}
+
+/** The one error class statefold throws: a string `code` plus the stream, seq, key or path concerned. */
+export class StatefoldError extends Error {
+  readonly code: ErrorCode;
+  readonly stream?: string;
+  readonly seq?: number;
+  readonly key?: string;
+  readonly path?: string;
+
+  constructor(code: ErrorCode, message: string, details: StatefoldErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'StatefoldError';
+    this.code = code;
+    if (details.stream !== undefined) this.stream = details.stream;
+    if (details.seq !== undefined) this.seq = details.seq;
+    if (details.key !== undefined) this.key = details.key;
+    if (details.path !== undefined) this.path = details.path;
   }
 }
 
-/** Rejects a malformed list prefix. */
-export function assertPrefix(prefix: string): void {
-  if (!isValidPrefix(prefix)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `list ${JSON.stringify(prefix)}: not a valid key prefix`, { key: prefix });
+/** True when `err` is a StatefoldError, optionally of the given code. */
+export function isStatefoldError(err: unknown, code?: ErrorCode): err is StatefoldError {
+  return err instanceof StatefoldError && (code === undefined || err.code === code);
+}
+
+/** Short text of any thrown value, for messages that wrap it. */
+export function describeCause(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  try {
+    return String(err);
+  } catch {
+    // An object without a usable toString (Object.create(null), a hostile Proxy).
+    return Object.prototype.toString.call(err);
   }
-}
-
-/** Wraps a store failure as a STORAGE error that names the operation and key. */
-export function storageError(op: string, key: string, cause: unknown): StatefoldError {
-  if (cause instanceof StatefoldError) return cause;
-  return new StatefoldError('STORAGE', `${op} ${key}: ${describeCause(cause)}`, { key, cause });
-}
-
-/** Throws the signal's reason as a STORAGE error when `signal` is aborted. */
-export function throwIfAborted(op: string, key: string, signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw storageError(op, key, signal.reason ?? new Error('aborted'));
 }

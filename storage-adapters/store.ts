@@ -1,11 +1,11 @@
 /**
  * The storage interface every statefold store implements: keys and bytes only.
  *
- * A store knows nothing about streams, checkpoints or frames; the engine owns key naming
- * (see engine/keys.ts). Keys are non-empty strings of `/`-separated segments made of
- * `[A-Za-z0-9._~-]`, never `.` or `..`, at most 1,024 bytes.
+ * A store knows nothing about streams, checkpoints or frames; the engine owns key naming.
+ * Keys are non-empty strings of `/`-separated segments made of `[A-Za-z0-9._~-]`, never `.` or
+ * `..`, at most 1,024 bytes (`isValidKey` in kit/keys.ts checks them).
  *
- * Contracts every store keeps (the shared conformance suite in test/conformance checks them):
+ * Contracts every store keeps (the conformance suite in `statefold/testing` checks them):
  * - Missing is one thing everywhere: `get` of an absent key resolves `undefined`; `delete` of an
  *   absent key resolves quietly.
  * - Failures other than "absent" or "already exists" reject with a StatefoldError of code
@@ -43,21 +43,4 @@ export interface StoreOptions {
 export interface ListOptions extends StoreOptions {
   /** Only keys strictly greater than this one (in UTF-8 byte order) are listed. */
   startAfter?: string;
-}
-
-const KEY_SEGMENT = /^[A-Za-z0-9._~-]+$/;
-
-/** Checks that `key` is a well-formed store key, as every store must before touching storage. */
-export function isValidKey(key: string): boolean {
-  if (typeof key !== 'string' || key.length === 0 || Buffer.byteLength(key) > 1024) return false;
-  for (const segment of key.split('/')) {
-    if (!KEY_SEGMENT.test(segment) || segment === '.' || segment === '..') return false;
-  }
-  return true;
-}
-
-/** Checks that `prefix` could begin a key: empty, or a key that may end with `/`. */
-export function isValidPrefix(prefix: string): boolean {
-  if (prefix === '') return true;
-  return isValidKey(prefix.endsWith('/') ? prefix.slice(0, -1) : prefix);
 }

@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
-import { isValidKey } from '../store.js';
-import { assertKey, assertPrefix, storageError, throwIfAborted } from '../errors.js';
-import { StatefoldError } from '../../engine/errors.js';
+import { StatefoldError } from '../errors.js';
+import { assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {
@@ -152,7 +151,10 @@ export class FileStore implements Store {
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
     } catch (err) {
-      if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      if (isMissing(err)) return;
+      // A prefix that runs through an object's file has nothing under it; but when the store's
+      // own dir is not a directory, listing it failed and must not look empty.
+      if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && dirKey !== '' && (await isDirectory(this.dir))) return;
       throw err;
     }
     for (const entry of entries) {
@@ -203,6 +205,13 @@ async function syncDir(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  return fs.stat(dir).then(
+    (stat) => stat.isDirectory(),
+    () => false,
+  );
 }
 
 function isMissing(err: unknown): boolean {

@@ -1,5 +1,5 @@
 import type { ListOptions, Store, StoreOptions } from '../store.js';
-import { assertKey, assertPrefix, throwIfAborted } from '../errors.js';
+import { assertKey, assertPrefix, throwIfAborted } from '../kit/index.js';
 
 /** A store that keeps objects in this process's memory: for tests, benchmarks and short-lived agents. */
 export class MemoryStore implements Store {

@@ -1,9 +1,9 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileStore } from 'statefold';
-import { describeStoreConformance } from '../conformance/store-conformance.js';
+import { describeStoreConformance } from 'statefold/testing';
 
 const dirs: string[] = [];
 async function freshDir(): Promise<string> {
@@ -18,6 +18,12 @@ afterAll(async () => {
 describeStoreConformance({
   name: 'file',
   create: async () => new FileStore({ dir: await freshDir() }),
+  // A dir under a regular file: every operation meets ENOTDIR.
+  createFailing: async () => {
+    const file = path.join(await freshDir(), 'not-a-dir');
+    await writeFile(file, 'x');
+    return new FileStore({ dir: path.join(file, 'store') });
+  },
 });
 
 describe('file store: native behaviour', () => {
@@ -47,6 +53,19 @@ describe('file store: native behaviour', () => {
     expect(await a.putIfAbsent('x/1', Uint8Array.of(7))).toBe(true);
     expect(await b.putIfAbsent('x/1', Uint8Array.of(8))).toBe(false);
     expect(Array.from((await b.get('x/1'))!)).toEqual([7]);
+  });
+
+  it('lists nothing under a prefix that runs through an object, but rejects STORAGE when dir is not a directory', async () => {
+    const dir = await freshDir();
+    const store = new FileStore({ dir });
+    await store.putIfAbsent('obj', Uint8Array.of(1));
+    expect(await store.list('obj/')).toEqual([]);
+    expect(await store.list('obj/x/')).toEqual([]);
+    const inside = new FileStore({ dir: path.join(dir, 'obj', 'store') });
+    for (const prefix of ['', 'a/', 'a/b/']) {
+      const err = await inside.list(prefix).catch((e: unknown) => e);
+      expect(err, prefix).toMatchObject({ code: 'STORAGE', cause: expect.objectContaining({ code: 'ENOTDIR' }) });
+    }
   });
 
   it('rejects a missing dir option with INVALID_ARGUMENT', () => {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, restore, type Store } from 'statefold';
-import { FaultStore } from '../support/fault-store.js';
+import { FaultStore } from 'statefold/testing';
 import { Rng, type Mode } from '../support/random-states.js';
 import { Mismatch, expectCode, expectHistory, expectLatestOneOf, expectSame, live, type Captured, type Life, type LifeOptions } from '../support/lives.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore } from 'statefold';
-import { FaultStore, type Fault } from '../support/fault-store.js';
+import { FaultStore, type Fault } from 'statefold/testing';
 import { Rng, deepCopy, evolve, initialState } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, restore, type Store } from 'statefold';
-import { FaultStore } from '../support/fault-store.js';
+import { FaultStore } from 'statefold/testing';
 import { Rng } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type CheckpointInfo } from 'statefold';
-import { FaultStore } from '../support/fault-store.js';
+import { FaultStore } from 'statefold/testing';
 import { Rng, deepCopy, evolve, initialState, type Mode } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
 

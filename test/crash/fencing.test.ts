@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileStore, MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type CheckpointInfo, type Store } from 'statefold';
-import { FaultStore } from '../support/fault-store.js';
+import { FaultStore } from 'statefold/testing';
 import { Rng, deepCopy } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
 

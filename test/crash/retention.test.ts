@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore } from 'statefold';
-import { FaultStore } from '../support/fault-store.js';
+import { FaultStore } from 'statefold/testing';
 import { firstDifference } from '../support/same.js';
 
 /**

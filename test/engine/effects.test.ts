@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type PendingPolicy, type Store } from 'statefold';
-import { FaultStore } from '../support/fault-store.js';
+import { FaultStore } from 'statefold/testing';
 
 /** A payment service that honours idempotency keys and counts what it was asked and what it did. */
 class PaymentService {

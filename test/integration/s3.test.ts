@@ -12,7 +12,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { S3Store } from 'statefold/s3';
-import { describeStoreConformance } from '../conformance/store-conformance.js';
+import { describeStoreConformance } from 'statefold/testing';
 import { listAll, listUploads, removePrefix } from '../support/s3-cleanup.js';
 import { s3Client, s3Store, s3TestEnv, type S3TestEnv } from '../support/s3-env.js';
 
@@ -52,6 +52,15 @@ function defineSuite(env: S3TestEnv): void {
       }
     },
     create: async () => store('conformance'),
+    destroy: (s) => s.client.destroy(),
+    // A bucket that does not exist, with few and short retries.
+    createFailing: async () =>
+      s3Store({ ...env, bucket: `statefold-missing-${randomBytes(4).toString('hex')}` }, prefixFor('failing'), {
+        client: newClient(),
+        maxAttempts: 2,
+        retryBaseDelayMs: 1,
+        retryMaxDelayMs: 5,
+      }),
   });
 
   afterAll(async () => {

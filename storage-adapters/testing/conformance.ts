@@ -1,14 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StatefoldError, type Store } from 'statefold';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { StatefoldError } from '../errors.js';
+import type { Store } from '../store.js';
 
-/** How a store test file hands its store to the shared suite (as langgraph's checkpoint-validation). */
-export interface StoreInitializer {
+/** How a store's test file hands its store to the shared suite (in the manner of langgraph's checkpoint-validation). */
+export interface StoreInitializer<S extends Store = Store> {
   /** Shown in test names: `describe('<name> store: ...')`. */
   name: string;
   /** Once before the suite (start a server, make a bucket). */
   beforeAll?(): Promise<void>;
   /** A store whose keys do not overlap with any other store created by this initializer. */
-  create(): Promise<Store>;
+  create(): Promise<S>;
+  /** After each test, once for every store it created (close a client, remove a directory). */
+  destroy?(store: S): Promise<void> | void;
+  /**
+   * A store whose storage fails every operation (a server that cannot be reached, a bucket that
+   * does not exist, a directory that cannot be one). Without it the failure check is skipped.
+   */
+  createFailing?(): Promise<S>;
   /** Once after the suite. */
   afterAll?(): Promise<void>;
 }
@@ -16,10 +24,21 @@ export interface StoreInitializer {
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 /** The contract every store keeps; each adapter's test file calls this and adds its own native checks. */
-export function describeStoreConformance(init: StoreInitializer): void {
+export function describeStoreConformance<S extends Store>(init: StoreInitializer<S>): void {
   describe(`${init.name} store: conformance`, () => {
+    const created: S[] = [];
+    const track = async (make: () => Promise<S>): Promise<S> => {
+      const store = await make();
+      created.push(store);
+      return store;
+    };
+    const create = (): Promise<S> => track(() => init.create());
+
     beforeAll(async () => {
       await init.beforeAll?.();
+    }, 120_000);
+    afterEach(async () => {
+      for (const store of created.splice(0)) await init.destroy?.(store);
     }, 120_000);
     afterAll(async () => {
       await init.afterAll?.();
@@ -27,7 +46,7 @@ export function describeStoreConformance(init: StoreInitializer): void {
 
     describe('get and putIfAbsent', () => {
       it('round-trips empty, small and large bodies byte for byte', async () => {
-        const store = await init.create();
+        const store = await create();
         const large = new Uint8Array(3 * 1024 * 1024 + 17);
         for (let i = 0; i < large.length; i++) large[i] = (i * 2654435761) >>> 24;
         const cases: [string, Uint8Array][] = [
@@ -46,19 +65,19 @@ export function describeStoreConformance(init: StoreInitializer): void {
       }, 60_000);
 
       it('resolves undefined for a key that was never written', async () => {
-        const store = await init.create();
+        const store = await create();
         expect(await store.get('missing/key')).toBeUndefined();
       });
 
       it('returns false and keeps the first body when the key already exists', async () => {
-        const store = await init.create();
+        const store = await create();
         expect(await store.putIfAbsent('once/k', bytes('first'))).toBe(true);
         expect(await store.putIfAbsent('once/k', bytes('second'))).toBe(false);
         expect(Buffer.from((await store.get('once/k'))!).toString()).toBe('first');
       });
 
       it('lets exactly one of many concurrent callers create a key', async () => {
-        const store = await init.create();
+        const store = await create();
         const results = await Promise.all(
           Array.from({ length: 16 }, (_, i) => store.putIfAbsent('race/k', bytes(`writer-${i}`))),
         );
@@ -68,7 +87,7 @@ export function describeStoreConformance(init: StoreInitializer): void {
       });
 
       it('is not changed by mutating the buffer that was written or read', async () => {
-        const store = await init.create();
+        const store = await create();
         const body = bytes('abc');
         await store.putIfAbsent('alias/k', body);
         body[0] = 0x7a;
@@ -78,7 +97,7 @@ export function describeStoreConformance(init: StoreInitializer): void {
       });
 
       it('rejects a malformed key with INVALID_ARGUMENT before touching storage', async () => {
-        const store = await init.create();
+        const store = await create();
         for (const key of ['', '../x', 'a//b', 'a/./b', 'sp ace', 'a\\b', '/abs']) {
           await expect(store.putIfAbsent(key, bytes('x')), key).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
           await expect(store.get(key), key).rejects.toBeInstanceOf(StatefoldError);
@@ -88,7 +107,7 @@ export function describeStoreConformance(init: StoreInitializer): void {
 
     describe('list', () => {
       it('lists keys under a prefix in ascending order', async () => {
-        const store = await init.create();
+        const store = await create();
         const keys = ['l/0000000000000003', 'l/0000000000000001', 'l/000000000000000a', 'l/0000000000000002', 'l/0000000000000001.0000000000000002'];
         for (const key of keys) await store.putIfAbsent(key, bytes(key));
         await store.putIfAbsent('m/0000000000000001', bytes('other'));
@@ -96,7 +115,7 @@ export function describeStoreConformance(init: StoreInitializer): void {
       });
 
       it('lists only keys after startAfter, which need not exist', async () => {
-        const store = await init.create();
+        const store = await create();
         for (const n of [1, 2, 3, 4, 5]) await store.putIfAbsent(`sa/${n}`, bytes(String(n)));
         expect(await store.list('sa/', { startAfter: 'sa/2' })).toEqual(['sa/3', 'sa/4', 'sa/5']);
         expect(await store.list('sa/', { startAfter: 'sa/2.5' })).toEqual(['sa/3', 'sa/4', 'sa/5']);
@@ -105,7 +124,7 @@ export function describeStoreConformance(init: StoreInitializer): void {
       });
 
       it('keeps prefixes apart: a/b is not listed under a/bc, nor ab under a', async () => {
-        const store = await init.create();
+        const store = await create();
         for (const key of ['iso/a/b', 'iso/a/bc/d', 'iso/ab/c', 'iso/a-/x']) await store.putIfAbsent(key, bytes(key));
         expect(await store.list('iso/a/')).toEqual(['iso/a/b', 'iso/a/bc/d']);
         expect(await store.list('iso/a/bc/')).toEqual(['iso/a/bc/d']);
@@ -115,14 +134,14 @@ export function describeStoreConformance(init: StoreInitializer): void {
       });
 
       it('returns an empty list for an unknown prefix', async () => {
-        const store = await init.create();
+        const store = await create();
         expect(await store.list('never/written/')).toEqual([]);
       });
     });
 
     describe('delete', () => {
       it('removes an object so that get, list and putIfAbsent see it gone', async () => {
-        const store = await init.create();
+        const store = await create();
         await store.putIfAbsent('del/k', bytes('v1'));
         await store.delete('del/k');
         expect(await store.get('del/k')).toBeUndefined();
@@ -132,9 +151,60 @@ export function describeStoreConformance(init: StoreInitializer): void {
       });
 
       it('resolves quietly when the key does not exist', async () => {
-        const store = await init.create();
+        const store = await create();
         await expect(store.delete('del/never')).resolves.toBeUndefined();
       });
     });
+
+    describe('failures', () => {
+      it.skipIf(init.createFailing === undefined)('rejects every operation with STORAGE naming the operation and key, with a cause, when storage fails', async () => {
+        const store = await track(() => init.createFailing!());
+        const calls: [op: string, key: string, call: () => Promise<unknown>][] = [
+          ['get', 'fail/get', () => store.get('fail/get')],
+          ['putIfAbsent', 'fail/put', () => store.putIfAbsent('fail/put', bytes('x'))],
+          ['list', 'fail/', () => store.list('fail/')],
+          ['delete', 'fail/delete', () => store.delete('fail/delete')],
+        ];
+        for (const [op, key, call] of calls) {
+          const err = await outcome(call);
+          expect(err, `${op} should reject`).toBeInstanceOf(StatefoldError);
+          expect((err as StatefoldError).code, op).toBe('STORAGE');
+          expect((err as StatefoldError).cause, `${op} error has a cause`).toBeDefined();
+          const message = (err as StatefoldError).message;
+          expect(message.startsWith(`${op} ${key}: `), `${op}: the message "${message}" names the operation and key`).toBe(true);
+        }
+      }, 60_000);
+    });
+
+    describe('abort', () => {
+      it('rejects every operation given an already aborted signal, with the reason as cause, and writes nothing', async () => {
+        const store = await create();
+        const reason = new Error('aborted by the conformance suite');
+        const signal = AbortSignal.abort(reason);
+        await store.putIfAbsent('abort/there', bytes('kept'));
+        const calls: [op: string, call: () => Promise<unknown>][] = [
+          ['get', () => store.get('abort/there', { signal })],
+          ['putIfAbsent', () => store.putIfAbsent('abort/new', bytes('x'), { signal })],
+          ['list', () => store.list('abort/', { signal })],
+          ['delete', () => store.delete('abort/there', { signal })],
+        ];
+        for (const [op, call] of calls) {
+          const err = await outcome(call);
+          expect(err, `${op} should reject`).toBeInstanceOf(StatefoldError);
+          expect((err as StatefoldError).code, op).toBe('STORAGE');
+          expect((err as StatefoldError).cause, op).toBe(reason);
+        }
+        expect(await store.get('abort/new')).toBeUndefined();
+        expect(await store.list('abort/')).toEqual(['abort/there']);
+      });
+    });
   });
+}
+
+/** What a call rejected with, or a marker object when it resolved (so that the assertions fail). */
+async function outcome(call: () => Promise<unknown>): Promise<unknown> {
+  return call().then(
+    (value) => ({ resolved: value }),
+    (err: unknown) => err,
+  );
 }

@@ -11,8 +11,9 @@
  * Operations are numbered from 0 in call order (`faults.count` is the next number); `faults.log`
  * records each one. The wrapper never validates keys itself: the inner store does.
  */
-import { StatefoldError, type ListOptions, type Store, type StoreOptions } from 'statefold';
-import { mulberry32 } from './prng.mjs';
+import { StatefoldError } from '../errors.js';
+import type { ListOptions, Store, StoreOptions } from '../store.js';
+import { mulberry32 } from './prng.js';
 
 /** The operations of a Store. */
 export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete';
