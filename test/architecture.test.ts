@@ -1,0 +1,78 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// The module map's rules, checked on the sources: imports follow the data's way (stores at the
+// bottom, then format, log, restore; capture and the writer on top), and no file grows past what
+// one reader can hold.
+
+const root = path.resolve(import.meta.dirname, '..');
+const MAX_LINES = 350;
+
+interface Module {
+  /** Path from the repository root, with `/`. */
+  file: string;
+  lines: number;
+  /** Resolved import targets inside the repository (paths from the root, `.ts`). */
+  imports: string[];
+}
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true })) {
+    const rel = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) out.push(...sources(rel));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(rel);
+  }
+  return out;
+}
+
+function load(file: string): Module {
+  const text = readFileSync(path.join(root, file), 'utf8');
+  const imports: string[] = [];
+  // Static imports and re-exports (`import ... from '...'`, `export ... from '...'`) and dynamic imports.
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s*'([^']+)'|import\(\s*'([^']+)'\s*\)/g)) {
+    const spec = m[1] ?? m[2]!;
+    if (!spec.startsWith('.')) continue;
+    imports.push(path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '.ts'));
+  }
+  return { file, lines: text.split('\n').length, imports };
+}
+
+const modules = [...sources('engine'), ...sources('storage-adapters')].map(load);
+
+function importsOf(where: (file: string) => boolean): [string, string][] {
+  return modules.filter((m) => where(m.file)).flatMap((m) => m.imports.map((to): [string, string] => [m.file, to]));
+}
+
+const under = (...dirs: string[]) => (file: string) => dirs.some((d) => file === d || file.startsWith(`${d}/`));
+
+describe('architecture: the module map', () => {
+  it('finds the sources it checks', () => {
+    expect(modules.length).toBeGreaterThan(30);
+    expect(modules.map((m) => m.file)).toContain('engine/engine.ts');
+    // The import scan sees imports: every engine module but the leaves imports something.
+    expect(importsOf(under('engine')).length).toBeGreaterThan(60);
+  });
+
+  it('keeps stores at the bottom: nothing under storage-adapters/ imports engine/', () => {
+    const climbing = importsOf(under('storage-adapters')).filter(([, to]) => to.startsWith('engine/'));
+    expect(climbing).toEqual([]);
+  });
+
+  it('keeps the read side off the write side: format/, log/, restore/ and retention import no capture, writer or effect runner', () => {
+    const readSide = under('engine/format', 'engine/log', 'engine/restore', 'engine/retention.ts', 'engine/args.ts', 'engine/effects/ledger.ts');
+    const writeSide = under('engine/capture', 'engine/writer', 'engine/effects/runner.ts', 'engine/engine.ts', 'engine/options.ts', 'engine/policy.ts');
+    expect(importsOf(readSide).filter(([, to]) => writeSide(to))).toEqual([]);
+  });
+
+  it('keeps the frame format below the log: format/ imports only format/, value.ts and errors', () => {
+    const allowed = under('engine/format', 'engine/value.ts', 'engine/errors.ts', 'storage-adapters/errors.ts');
+    expect(importsOf(under('engine/format')).filter(([, to]) => !allowed(to))).toEqual([]);
+  });
+
+  it(`keeps every source file under ${MAX_LINES} lines`, () => {
+    const long = modules.filter((m) => m.lines > MAX_LINES).map((m) => `${m.file}: ${m.lines}`);
+    expect(long).toEqual([]);
+  });
+});
