@@ -1,5 +1,18 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
+// Test files by how long they take. `fast` is the inner loop (`npm run test:fast`) and takes every
+// test file that is not listed here, so that a new file runs somewhere; `npm test` runs all three.
+/** Crash-point sweeps, fault injection, SIGKILLed and racing processes, child processes, bench and demo runs. */
+const SLOW = [
+  'test/crash/**/*.test.ts', // crash sweeps and fault injection; kill.test.ts SIGKILLs agent processes
+  'test/bench/**/*.test.ts', // a smoke run of the benchmark in a child process
+  'test/demo/**/*.test.ts', // the crash-and-resume demo, in child processes
+  'test/engine/restart.test.ts', // three agent processes, one after the other
+  'test/package/**/*.test.ts', // the packed package, installed and imported from outside the repository
+];
+/** Against a real S3-compatible server (project `s3`). */
+const INTEGRATION = ['test/integration/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -7,14 +20,15 @@ export default defineConfig({
     // The SDK warns once per process that its releases after January 2027 need Node 22.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/integration/**'] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SLOW, ...INTEGRATION] } },
+      { extends: true, test: { name: 'slow', include: SLOW } },
       {
         // Against a real S3-compatible server from STATEFOLD_S3_* variables; skipped without them
         // (one line says how to run them), an error without them under CI=true.
         extends: true,
         test: {
           name: 's3',
-          include: ['test/integration/**/*.test.ts'],
+          include: INTEGRATION,
           globalSetup: ['test/support/s3-global-setup.ts'],
           testTimeout: 120_000,
         },

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -7,6 +8,19 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
+
+/**
+ * What a run could overwrite in the repository: BENCHMARKS.md, bench/results.json and every file
+ * in bench/charts/, each with the SHA-256 of its bytes ('absent' when it does not exist).
+ */
+function repositoryOutputs(): Record<string, string> {
+  const hash = (rel: string): string => {
+    const file = path.join(root, rel);
+    return existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'absent';
+  };
+  const charts = existsSync(path.join(root, 'bench', 'charts')) ? readdirSync(path.join(root, 'bench', 'charts')).map((name) => `bench/charts/${name}`) : [];
+  return Object.fromEntries(['BENCHMARKS.md', 'bench/results.json', ...charts].map((rel) => [rel, hash(rel)]));
+}
 
 /** Whether every element of an XML document is closed in order (a minimal parse, enough for SVG). */
 function wellFormed(xml: string): boolean {
@@ -30,6 +44,7 @@ describe('bench: smoke run', () => {
   it('writes BENCHMARKS.md with every table, and three SVG charts, to the --out directory', async () => {
     // Hermetic: no S3 rows even where STATEFOLD_S3_* are set (the S3 path is exercised by `npm run bench` with them).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STATEFOLD_S3_')));
+    const before = repositoryOutputs();
     const { stderr } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], { cwd: root, env, timeout: 80_000 });
     expect(stderr).toMatch(/\[bench 1\/\d+ /);
     expect(stderr).toContain('done in');
@@ -68,7 +83,7 @@ describe('bench: smoke run', () => {
     expect(results.run.mode).toBe('smoke');
     expect(results.stall.length).toBeGreaterThan(0);
     expect(results.restore.length).toBeGreaterThan(0);
-    // The repository's own BENCHMARKS.md is not touched by a run with --out.
-    expect(path.resolve(out)).not.toBe(root);
+    // A run with --out leaves the repository's own report, results and charts as they were.
+    expect(repositoryOutputs()).toEqual(before);
   }, 90_000);
 });

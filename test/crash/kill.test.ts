@@ -11,10 +11,11 @@ import { killRounds, raceRound } from '../support/kill-harness.mjs';
  * and open, mid-run, right as a checkpoint is acknowledged) and restores after each kill: the
  * stream must hold the last acknowledged step or the one in flight, nothing else. The next child
  * resumes from engine.state on the same dir. Then several processes race on one stream.
- * Seeds: STATEFOLD_KILL_SEED (default: random, printed with any failure).
+ * Seeds: STATEFOLD_KILL_SEED (default 1, printed with the results and any failure); the kill
+ * moments still depend on how fast the children run. For many seeds, run test/support/soak.mjs.
  */
 
-const seed = Number(process.env.STATEFOLD_KILL_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const seed = Number(process.env.STATEFOLD_KILL_SEED ?? 1);
 
 const dirs: string[] = [];
 afterAll(async () => {

@@ -158,12 +158,16 @@ describe('effects: ledger', () => {
     const store = new MemoryStore();
     const engine = await SnapshotEngine.open<{ n: number }>({ store, stream: 'atomic' });
     await engine.checkpoint({ n: 0 });
+    let calls = 0;
     await engine.effect('x', async () => {
+      calls++;
       const during = await restore(store, 'atomic');
       expect(during.state).toEqual({ n: 1 });
       expect(during.effects).toEqual([expect.objectContaining({ token: 'x', status: 'pending' })]);
       return 1;
     }, { state: { n: 1 } });
+    // The checks above ran: fn was called, once.
+    expect(calls).toBe(1);
     await engine.close();
     const list = await listCheckpoints(store, 'atomic');
     expect(list.map((c) => c.effects.map((e) => `${e.token}:${e.status}`))).toEqual([[], ['x:pending'], ['x:done']]);

@@ -4,6 +4,7 @@ import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { FileStore, MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type Store } from 'statefold';
 import { V1_SEQS, V1_STREAM, v1Meta, v1State } from '../fixtures/v1-states.mjs';
+import { checkpointKey, forgeFrame, frameChecksum } from '../support/forge-frame.js';
 import { firstDifference } from '../support/same.js';
 import { tempDir } from '../support/stores.js';
 
@@ -31,7 +32,12 @@ describe('format v1: the committed fixture', () => {
 
   it('starts every object with the magic "SFLD" and format version 1', async () => {
     const store = new FileStore({ dir: fixtureDir });
-    for (const key of await store.list('')) {
+    const keys = await store.list('');
+    // One object per seq, and in slot 1 also the fence the generator's engine wrote when it opened
+    // the new stream (its base then went to the key after the fence's).
+    expect(keys).toHaveLength(V1_SEQS + 1);
+    expect(new Set(keys.map((k) => parseInt(/\/log\/([0-9a-f]{16})/.exec(k)![1]!, 16)))).toEqual(new Set(Array.from({ length: V1_SEQS }, (_, i) => i + 1)));
+    for (const key of keys) {
       const bytes = Buffer.from((await store.get(key))!);
       expect(bytes.subarray(0, 4).toString('latin1')).toBe('SFLD');
       expect(bytes[4]).toBe(1);
@@ -143,37 +149,83 @@ describe('damage: every object is verified when read', () => {
   });
 });
 
+describe('forged frames: objects written from the format spec, not by statefold', () => {
+  it('restores a forged base and a forged delta on it, and an engine continues the stream', async () => {
+    const store = new MemoryStore();
+    const header = { stream: 'forged', epoch: 1, writer: '0123456789abcdef', createdAt: Date.UTC(2026, 0, 2) };
+    const base = forgeFrame('base', { ...header, seq: 1, base: 1 }, { a: { b: [1, 2] }, n: 1 });
+    expect(await store.putIfAbsent(checkpointKey('forged', 1), base)).toBe(true);
+    // RFC 6902 operations as [code, pointer, value]: 0 add, 1 remove, 2 replace.
+    const delta = forgeFrame('delta', { ...header, seq: 2, base: 1, parent: frameChecksum(base) }, [[0, '/a/c', 'added'], [2, '/n', 2], [1, '/a/b/0']]);
+    expect(await store.putIfAbsent(checkpointKey('forged', 2), delta)).toBe(true);
+    expect((await listCheckpoints(store, 'forged')).map((c) => [c.seq, c.kind])).toEqual([[1, 'base'], [2, 'delta']]);
+    expect((await restore(store, 'forged', { seq: 1 })).state).toEqual({ a: { b: [1, 2] }, n: 1 });
+    expect((await restore(store, 'forged')).state).toEqual({ a: { b: [2], c: 'added' }, n: 2 });
+    const engine = await SnapshotEngine.open<Record<string, unknown>>({ store, stream: 'forged' });
+    expect(engine.seq).toBe(2);
+    expect((await engine.checkpoint({ ...engine.state, n: 3 })).seq).toBe(3);
+    await engine.close();
+    expect((await restore(store, 'forged')).state).toEqual({ a: { b: [2], c: 'added' }, n: 3 });
+  });
+
+  it('rejects a forged delta whose checksum does not match as CORRUPT (the forger must get it right)', async () => {
+    const store = new MemoryStore();
+    const header = { stream: 'forged', epoch: 1, writer: '0123456789abcdef', createdAt: Date.UTC(2026, 0, 2) };
+    const base = forgeFrame('base', { ...header, seq: 1, base: 1 }, { n: 1 });
+    await store.putIfAbsent(checkpointKey('forged', 1), base);
+    const delta = forgeFrame('delta', { ...header, seq: 2, base: 1, parent: frameChecksum(base) }, [[2, '/n', 2]]);
+    delta[delta.length - 1] = delta[delta.length - 1]! ^ 0xff;
+    await store.putIfAbsent(checkpointKey('forged', 2), delta);
+    await expect(restore(store, 'forged')).rejects.toMatchObject({ code: 'CORRUPT', seq: 2, message: expect.stringContaining('checksum') });
+  });
+});
 
 describe('prototype pollution: no stored patch can reach a prototype', () => {
+  /** An engine's base { a: {} } at seq 1 and, at seq 2, a delta forged as a malicious writer with the format would. */
+  async function withForgedDelta(ops: unknown[]): Promise<MemoryStore> {
+    const store = new MemoryStore();
+    const engine = await SnapshotEngine.open({ store, stream: 'pp', policy: { maxDeltaRatio: Infinity } });
+    const base = await engine.checkpoint({ a: {} });
+    await engine.close();
+    const header = { stream: 'pp', seq: 2, epoch: 9, writer: 'ffffffffffffffff', createdAt: Date.UTC(2026, 0, 2), base: 1, parent: frameChecksum((await store.get(base.key))!) };
+    expect(await store.putIfAbsent(checkpointKey('pp', 2), forgeFrame('delta', header, ops))).toBe(true);
+    return store;
+  }
+
+  it('folds a benign forged delta: the attacks below reach the fold, not only the frame checks', async () => {
+    const store = await withForgedDelta([[0, '/a/polluted', 'yes']]);
+    expect(await restore(store, 'pp')).toMatchObject({ seq: 2, state: { a: { polluted: 'yes' } } });
+  });
+
   it('treats __proto__ and constructor.prototype in delta paths as data or as damage, never as prototypes', async () => {
-    // Forge deltas as a malicious writer with the format would: internal encoder, valid checksums.
-    const { encodeFrame } = await import('../../dist/engine/frame.js');
-    const { encodeValue } = await import('../../dist/engine/codec.js');
     const attacks: unknown[][] = [
       [[0, '/__proto__/polluted', 'yes']],
       [[0, '/constructor/prototype/polluted', 'yes']],
       [[2, '/__proto__', { polluted: 'yes' }]],
       [[0, '/a/__proto__/polluted', 'yes']],
+      [[0, '/__proto__', { polluted: 'yes' }]],
+      [[0, '/a/__proto__', { polluted: 'yes' }]],
     ];
+    const seen = { data: 0, damage: 0 };
     for (const ops of attacks) {
-      const store = new MemoryStore();
-      const engine = await SnapshotEngine.open({ store, stream: 'pp', policy: { maxDeltaRatio: Infinity } });
-      const base = await engine.checkpoint({ a: {} });
-      await engine.close();
-      const baseFrame = (await store.get(base.key))!;
-      const crc = Buffer.from(baseFrame).readUInt32LE(baseFrame.byteLength - 4);
-      const header = { stream: 'pp', seq: 2, epoch: 9, writer: 'ffffffffffffffff', createdAt: Date.now(), base: 1, parent: crc };
-      const keys = await store.list('');
-      const key2 = keys[0]!.replace(/log\/.*/, 'log/0000000000000002');
-      await store.putIfAbsent(key2, encodeFrame('delta', header, encodeValue(ops)));
+      const store = await withForgedDelta(ops);
       const outcome = await restore(store, 'pp').then(
         (r) => r.state as Record<string, unknown>,
         (e: unknown) => e,
       );
-      if (outcome instanceof StatefoldError) expect(outcome.code).toBe('CORRUPT');
-      else expect(Object.getPrototypeOf(outcome)).toBe(Object.prototype);
+      if (outcome instanceof StatefoldError) {
+        seen.damage++;
+        expect(outcome.code).toBe('CORRUPT');
+      } else {
+        seen.data++;
+        expect(Object.getPrototypeOf(outcome)).toBe(Object.prototype);
+        expect(Object.getPrototypeOf((outcome as Record<string, unknown>).a)).toBe(Object.prototype);
+      }
       expect(({} as Record<string, unknown>).polluted, JSON.stringify(ops)).toBeUndefined();
       expect((Object.prototype as Record<string, unknown>).polluted).toBeUndefined();
     }
+    // Both branches ran: adding a __proto__ key is data, a path through a prototype is damage.
+    expect(seen.data, 'attacks restored as data').toBeGreaterThan(0);
+    expect(seen.damage, 'attacks rejected as damage').toBeGreaterThan(0);
   });
 });

@@ -7,7 +7,9 @@ import { firstDifference } from '../support/same.js';
  * Seeded property tests: random states changed by random steps, checkpoints at random points,
  * random base cadence; restoring every seq must equal the state captured at that seq, compared
  * with a reference that keeps full copies. fast-check prints the seed and path of a failure.
+ * Seed: STATEFOLD_TEST_SEED (default 1).
  */
+const SEED = Number(process.env.STATEFOLD_TEST_SEED ?? 1);
 
 type Json = null | boolean | number | string | Date | Float32Array | Float64Array | Uint8Array | Json[] | { [k: string]: Json };
 
@@ -209,7 +211,7 @@ for (const updates of ['copy', 'immutable'] as const) {
           fc.constantFrom(0.25, 1, Infinity),
           async (initial, steps, baseEvery, ratio) => runScenario(updates, initial, steps, baseEvery, ratio),
         ),
-        { numRuns: 300 },
+        { numRuns: 300, seed: SEED },
       );
     }, 120_000);
   });

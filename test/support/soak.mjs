@@ -19,6 +19,8 @@ const { values } = parseArgs({
   },
 });
 const seconds = Number(values.seconds);
+// Unlike the tests, a soak explores: without --seed it picks a new seed each time, and prints it
+// first and last, so that any run can be repeated with --seed.
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const raceEvery = Number(values['race-every']);
 if (!(seconds > 0) || !Number.isSafeInteger(seed)) {
