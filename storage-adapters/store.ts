@@ -35,7 +35,7 @@ export interface Store {
 
 /** Options every store operation takes. */
 export interface StoreOptions {
-  /** Aborts the operation; it then rejects with the signal's reason wrapped as `STORAGE`. */
+  /** Aborts the operation; it then rejects `ABORTED` with the signal's reason as `cause` (never `STORAGE`). */
   signal?: AbortSignal;
 }
 

@@ -3,7 +3,7 @@ import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError } from '../errors.js';
-import { assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
+import { abortedError, assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {
@@ -46,6 +46,7 @@ export class FileStore implements Store {
       return await fs.readFile(this.#path(key), options?.signal ? { signal: options.signal } : undefined);
     } catch (err) {
       if (isMissing(err)) return undefined;
+      if (options?.signal?.aborted) throw abortedError('get', key, options.signal.reason);
       throw storageError('get', key, err);
     }
   }

@@ -6,7 +6,13 @@ export function storageError(op: string, key: string, cause: unknown): Statefold
   return new StatefoldError('STORAGE', `${op} ${key}: ${describeCause(cause)}`, { key, cause });
 }
 
-/** Throws the signal's reason as a STORAGE error when `signal` is aborted. */
+/** The ABORTED error of an operation the caller's signal cancelled, with the signal's reason as cause. */
+export function abortedError(op: string, key: string, reason: unknown): StatefoldError {
+  const cause = reason ?? new Error('aborted');
+  return new StatefoldError('ABORTED', `${op} ${key}: aborted by the caller's signal (${describeCause(cause)})`, { key, cause });
+}
+
+/** Throws ABORTED, with the signal's reason as cause, when `signal` is aborted. */
 export function throwIfAborted(op: string, key: string, signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw storageError(op, key, signal.reason ?? new Error('aborted'));
+  if (signal?.aborted) throw abortedError(op, key, signal.reason);
 }

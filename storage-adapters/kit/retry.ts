@@ -1,4 +1,5 @@
 import { StatefoldError, describeCause } from '../errors.js';
+import { abortedError } from './errors.js';
 
 /** How a remote store retries one request: how many tries, the backoff between them, and which failures earn another. */
 export interface RetryPolicy {
@@ -27,8 +28,8 @@ export class TransientError extends Error {
  * Runs `attempt` until it succeeds or fails for good, and rejects with a STORAGE error naming `op`
  * and `key` (and the number of tries when more than one) after the last try. Each try gets a
  * signal that fires when the caller's `signal` does or when `tryTimeoutMs` is up; a StatefoldError
- * from `attempt` passes through untouched, and an abort by the caller stops at once with the
- * signal's reason as cause.
+ * from `attempt` passes through untouched, and an abort by the caller stops at once with ABORTED
+ * (the signal's reason as cause), never STORAGE, so that callers never retry their own cancellation.
  */
 export async function retry<T>(
   policy: RetryPolicy,
@@ -40,14 +41,14 @@ export async function retry<T>(
   const describe = policy.describe ?? describeCause;
   const random = policy.random ?? Math.random;
   for (let tries = 1; ; tries++) {
-    if (signal?.aborted) throw retryError(op, key, signal.reason ?? new Error('aborted'), tries - 1, describe);
+    if (signal?.aborted) throw abortedError(op, key, signal.reason);
     const timeout = AbortSignal.timeout(policy.tryTimeoutMs);
     const trySignal = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
     try {
       return await attempt(trySignal);
     } catch (err) {
       if (err instanceof StatefoldError) throw err;
-      if (signal?.aborted) throw retryError(op, key, signal.reason ?? err, tries, describe);
+      if (signal?.aborted) throw abortedError(op, key, signal.reason ?? err);
       const cause = timeout.aborted ? new TransientError(`no answer within ${policy.tryTimeoutMs} ms`, { cause: err }) : err;
       const retryable = cause instanceof TransientError || policy.isRetryable(cause);
       if (!retryable || tries >= policy.maxAttempts) throw retryError(op, key, cause, tries, describe);

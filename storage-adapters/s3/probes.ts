@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { StatefoldError, describeCause } from '../errors.js';
-import { storage } from './errors.js';
+import { abortedError } from '../kit/index.js';
 import { putMultipart, type PartSettings } from './multipart.js';
 import { deleteQuietly, putObject, type S3Io } from './requests.js';
 
@@ -130,7 +130,7 @@ class AbortedWait extends Error {
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined, key: string): Promise<T> {
   if (signal === undefined) return promise;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new AbortedWait(storage('putIfAbsent', key, signal.reason ?? new Error('aborted'), 0)));
+    const onAbort = (): void => reject(new AbortedWait(abortedError('putIfAbsent', key, signal.reason)));
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(

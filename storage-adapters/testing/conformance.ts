@@ -191,7 +191,7 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
         for (const [op, call] of calls) {
           const err = await outcome(call);
           expect(err, `${op} should reject`).toBeInstanceOf(StatefoldError);
-          expect((err as StatefoldError).code, op).toBe('STORAGE');
+          expect((err as StatefoldError).code, op).toBe('ABORTED');
           expect((err as StatefoldError).cause, op).toBe(reason);
         }
         expect(await store.get('abort/new')).toBeUndefined();

@@ -63,7 +63,7 @@ describe('kit: retry', () => {
     const reason = new Error('shutting down');
     const s = script([], 'never');
     const err = await retry(policy(), 'list', 'p/', AbortSignal.abort(reason), s.attempt).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'STORAGE', key: 'p/', message: 'list p/: shutting down', cause: reason });
+    expect(err).toMatchObject({ code: 'ABORTED', key: 'p/', message: "list p/: aborted by the caller's signal (shutting down)", cause: reason });
     expect(s.tries()).toBe(0);
   });
 
@@ -91,7 +91,7 @@ describe('kit: retry', () => {
       throw retryable;
     };
     const err = await retry(policy({ baseDelayMs: 60_000, maxDelayMs: 60_000, random: () => 1 }), 'get', 'k/5', controller.signal, attempt).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'STORAGE', message: 'get k/5: stop', cause: reason });
+    expect(err).toMatchObject({ code: 'ABORTED', message: "get k/5: aborted by the caller's signal (stop)", cause: reason });
     expect(tries).toBe(1);
   });
 

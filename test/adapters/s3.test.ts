@@ -134,7 +134,7 @@ describe('s3 store: retries', () => {
     const started = Date.now();
     const err = (await store.get('k/1', { signal: controller.signal }).catch((e: unknown) => e)) as StatefoldError;
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(err).toMatchObject({ code: 'STORAGE', key: 'k/1', message: 'get k/1: agent shutting down' });
+    expect(err).toMatchObject({ code: 'ABORTED', key: 'k/1', message: "get k/1: aborted by the caller's signal (agent shutting down)" });
     expect(err.cause).toBe(reason);
     expect(server.count('GET', 'k/1')).toBe(1);
   });
@@ -146,7 +146,7 @@ describe('s3 store: retries', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('stop')), 50);
     const [a, b] = await Promise.allSettled([store.putIfAbsent('a/1', bytes('a'), { signal: controller.signal }), store.putIfAbsent('b/1', bytes('b'))]);
-    expect(a).toMatchObject({ status: 'rejected', reason: { code: 'STORAGE', key: 'a/1', message: 'putIfAbsent a/1: stop' } });
+    expect(a).toMatchObject({ status: 'rejected', reason: { code: 'ABORTED', key: 'a/1', message: "putIfAbsent a/1: aborted by the caller's signal (stop)" } });
     expect(b).toEqual({ status: 'fulfilled', value: true });
     expect([...server.objects.keys()]).toEqual(['b/1']);
   });
@@ -154,8 +154,8 @@ describe('s3 store: retries', () => {
   it('rejects at once with an already aborted signal, touching nothing', async () => {
     const { server, store } = await setup();
     const signal = AbortSignal.abort(new Error('stop'));
-    await expect(store.putIfAbsent('k/1', bytes('x'), { signal })).rejects.toMatchObject({ code: 'STORAGE', key: 'k/1' });
-    await expect(store.list('k/', { signal })).rejects.toMatchObject({ code: 'STORAGE' });
+    await expect(store.putIfAbsent('k/1', bytes('x'), { signal })).rejects.toMatchObject({ code: 'ABORTED', key: 'k/1' });
+    await expect(store.list('k/', { signal })).rejects.toMatchObject({ code: 'ABORTED' });
     expect(server.requests).toEqual([]);
   });
 });

@@ -179,7 +179,7 @@ function defineSuite(env: S3TestEnv): void {
       );
       const s = store('cancel', { client, multipartThreshold: MiB, partSize: 5 * MiB, partConcurrency: 1, unsafeAllowUnconditionalWrites: true });
       const err = await s.putIfAbsent('big/1', pattern(16 * MiB, 4), { signal: controller.signal }).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 'STORAGE', key: 'big/1', message: 'putIfAbsent big/1: cancelled by the test' });
+      expect(err).toMatchObject({ code: 'ABORTED', key: 'big/1', message: "putIfAbsent big/1: aborted by the caller's signal (cancelled by the test)" });
       expect(await listUploads(admin, env.bucket, s.prefix)).toEqual([]);
       expect(await s.get('big/1')).toBeUndefined();
     }, 120_000);
