@@ -4,7 +4,8 @@ export type { EngineOptions, CheckpointOptions, CheckpointInfo, EffectOptions } 
 export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects/ledger.js';
 export { restore, listCheckpoints } from './restore/index.js';
 export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restore/index.js';
-export type { Policy } from './policy.js';
+export type { Policy, ResolvedPolicy } from './policy.js';
+export type { FrameLimits } from './format/frame.js';
 export { gc } from './retention.js';
 export type { Retention, GcReport, GcOptions } from './retention.js';
 export { DEFAULT_POLICY } from './policy.js';

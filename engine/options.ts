@@ -50,12 +50,6 @@ export interface CheckpointOptions {
   meta?: unknown;
 }
 
-/** Options of `checkpoint` and `step`. */
-export interface CheckpointOptions {
-  /** Any encodable value stored with the checkpoint and returned by `restore` and `listCheckpoints`. */
-  meta?: unknown;
-}
-
 /** EngineOptions checked, with every default filled in. */
 export interface ResolvedEngineOptions {
   /** The caller's store behind the error boundary (log/guard.ts). */
