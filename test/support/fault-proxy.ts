@@ -1,4 +1,10 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { mulberry32 } from './prng.mjs';
 
@@ -38,14 +44,20 @@ export interface FaultProxyOptions {
 /** A running proxy: its endpoint for the SDK, and what it did. */
 export class FaultProxy {
   /** Requests seen, and faults injected by kind. */
-  readonly counts: Record<ProxyFault | 'requests', number> = { requests: 0, slowdown: 0, internal: 0, reset: 0, slow: 0, 'drop-answer': 0 };
+  readonly counts: Record<ProxyFault | 'requests', number> = {
+    requests: 0,
+    slowdown: 0,
+    internal: 0,
+    reset: 0,
+    slow: 0,
+    'drop-answer': 0,
+  };
   /** Whether faults are injected (turn off to read back cleanly through the same proxy). */
   enabled = true;
-  readonly #sockets = new Set<Socket>();
-
   private constructor(
     readonly server: Server,
     readonly endpoint: string,
+    readonly sockets: Set<Socket>,
   ) {}
 
   /** Starts a proxy on a free loopback port. */
@@ -62,13 +74,14 @@ export class FaultProxy {
       if (fault !== undefined) p.counts[fault]++;
       handle(req, res, upstream, fault, delay);
     });
+    const sockets = new Set<Socket>();
     server.on('connection', (socket) => {
-      proxy?.#sockets.add(socket);
-      socket.on('close', () => proxy?.#sockets.delete(socket));
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    proxy = new FaultProxy(server, `http://127.0.0.1:${port}`);
+    proxy = new FaultProxy(server, `http://127.0.0.1:${port}`, sockets);
     return proxy;
   }
 
@@ -79,12 +92,18 @@ export class FaultProxy {
 
   /** Stops the proxy and closes every connection. */
   async close(): Promise<void> {
-    for (const socket of this.#sockets) socket.destroy();
+    for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
 
-function handle(req: IncomingMessage, res: ServerResponse, upstream: URL, fault: ProxyFault | undefined, delay: number): void {
+function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  upstream: URL,
+  fault: ProxyFault | undefined,
+  delay: number,
+): void {
   if (fault === 'reset') {
     req.socket.destroy();
     return;
