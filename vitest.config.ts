@@ -20,7 +20,14 @@ export default defineConfig({
     // The SDK warns once per process that its releases after January 2027 need Node 22.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SLOW, ...INTEGRATION] } },
+      {
+        extends: true,
+        test: {
+          name: 'fast',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...SLOW, ...INTEGRATION],
+        },
+      },
       { extends: true, test: { name: 'slow', include: SLOW } },
       {
         // Against a real S3-compatible server from STATEFOLD_S3_* variables; skipped without them

@@ -13,7 +13,12 @@ export async function renderSvg(spec: TopLevelSpec): Promise<string> {
   }
 }
 
-const BASE = { width: 560, height: 320, background: 'white', config: { font: 'sans-serif', legend: { labelLimit: 400, orient: 'bottom', columns: 1 } } } as const;
+const BASE = {
+  width: 560,
+  height: 320,
+  background: 'white',
+  config: { font: 'sans-serif', legend: { labelLimit: 400, orient: 'bottom', columns: 1 } },
+} as const;
 
 /** A line chart with points, in the house style, over `rows`. */
 function lineChart(rows: object[], title: string, encoding: Record<string, unknown>): TopLevelSpec {
@@ -21,19 +26,37 @@ function lineChart(rows: object[], title: string, encoding: Record<string, unkno
 }
 
 /** Bytes written per agent-hour against the checkpoint interval, one line per strategy (log y). */
-export function bytesPerHourChart(rows: { interval: string; order: number; strategy: string; bytesPerHour: number; source: string }[], title: string): TopLevelSpec {
+export function bytesPerHourChart(
+  rows: { interval: string; order: number; strategy: string; bytesPerHour: number; source: string }[],
+  title: string,
+): TopLevelSpec {
   return lineChart(rows, title, {
     x: { field: 'interval', type: 'ordinal', sort: { field: 'order' }, title: 'checkpoint interval' },
-    y: { field: 'bytesPerHour', type: 'quantitative', scale: { type: 'log' }, title: 'bytes written per agent-hour', axis: { format: '~s' } },
+    y: {
+      field: 'bytesPerHour',
+      type: 'quantitative',
+      scale: { type: 'log' },
+      title: 'bytes written per agent-hour',
+      axis: { format: '~s' },
+    },
     color: { field: 'strategy', type: 'nominal', title: null },
     strokeDash: { field: 'source', type: 'nominal', title: null },
   });
 }
 
 /** Stall (checkpoint() call duration) against state size, p50 and p99 per strategy (log-log). */
-export function stallChart(rows: { size: number; strategy: string; stat: string; ms: number }[], title: string): TopLevelSpec {
+export function stallChart(
+  rows: { size: number; strategy: string; stat: string; ms: number }[],
+  title: string,
+): TopLevelSpec {
   return lineChart(rows, title, {
-    x: { field: 'size', type: 'quantitative', scale: { type: 'log' }, title: 'state size (msgpack bytes)', axis: { format: '~s' } },
+    x: {
+      field: 'size',
+      type: 'quantitative',
+      scale: { type: 'log' },
+      title: 'state size (msgpack bytes)',
+      axis: { format: '~s' },
+    },
     y: { field: 'ms', type: 'quantitative', scale: { type: 'log' }, title: 'checkpoint() call, ms' },
     color: { field: 'strategy', type: 'nominal', title: null },
     strokeDash: { field: 'stat', type: 'nominal', title: 'percentile' },

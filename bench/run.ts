@@ -12,7 +12,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bytesPerHourChart, renderSvg, restoreChart, stallChart } from './charts.js';
 import { renderReport, intervalLabel, type Machine, type Results } from './report.js';
-import { calibrateWork, microScenario, restoreScenario, stallScenario, throughputRun, type Interval, type ThroughputResult } from './scenarios.js';
+import {
+  calibrateWork,
+  microScenario,
+  restoreScenario,
+  stallScenario,
+  throughputRun,
+  type Interval,
+  type ThroughputResult,
+} from './scenarios.js';
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { SHORT, type StrategyId } from './strategies.js';
@@ -101,8 +109,16 @@ function machine(root: string): Machine {
   const cpus = os.cpus();
   let commit = 'unknown';
   try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'engine', 'storage-adapters'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    const dirty = execFileSync(
+      'git',
+      ['status', '--porcelain', '--untracked-files=no', '--', 'engine', 'storage-adapters'],
+      { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+    ).trim();
     if (dirty) commit += ' + uncommitted changes in engine/ or storage-adapters/';
   } catch {
     // not a git checkout
@@ -135,17 +151,22 @@ async function main(): Promise<void> {
     const file = values['from-results'];
     const results = JSON.parse(readFileSync(file, 'utf8')) as Results;
     results.run.renderedFrom = path.relative(path.resolve(values.out ?? '.'), path.resolve(file)) || file;
-    await writeOutputs(results, path.resolve(values.out ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')));
+    await writeOutputs(
+      results,
+      path.resolve(values.out ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')),
+    );
     return;
   }
-  const mode: Mode = values.smoke || process.env.STATEFOLD_BENCH_SMOKE === '1' ? 'smoke' : values.quick ? 'quick' : 'full';
+  const mode: Mode =
+    values.smoke || process.env.STATEFOLD_BENCH_SMOKE === '1' ? 'smoke' : values.quick ? 'quick' : 'full';
   const plan = PLANS[mode];
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const outDir = path.resolve(values.out ?? root);
   const change = Number(values.change);
   const seed = Number(values.seed);
   const stepWorkMs = Number(values['step-work-ms']);
-  if (!(change > 0 && change <= 1) || !Number.isInteger(seed) || !(stepWorkMs >= 0)) throw new Error('bench: --change must be in (0, 1], --seed an integer, --step-work-ms >= 0');
+  if (!(change > 0 && change <= 1) || !Number.isInteger(seed) || !(stepWorkMs >= 0))
+    throw new Error('bench: --change must be in (0, 1], --seed an integer, --step-work-ms >= 0');
   const argv = process.argv.slice(2);
   const command = `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
   const started = new Date();
@@ -154,25 +175,38 @@ async function main(): Promise<void> {
   const runId = `${started.toISOString().replace(/[-:.TZ]/g, '')}-${process.pid}`;
   const kinds: StoreKind[] = [memoryStores(), fileStores()];
   const s3 = await s3Stores(runId);
-  const s3Note = typeof s3 === 'string' ? `skipped (${s3})` : `yes (${process.env.STATEFOLD_S3_ENDPOINT}, bucket ${process.env.STATEFOLD_S3_BUCKET})`;
+  const s3Note =
+    typeof s3 === 'string'
+      ? `skipped (${s3})`
+      : `yes (${process.env.STATEFOLD_S3_ENDPOINT}, bucket ${process.env.STATEFOLD_S3_BUCKET})`;
 
   const tp = plan.throughput;
   const throughputRuns: { strategy: StrategyId | 'none'; interval: Interval | null }[] = [];
   const refAt = new Set<number>();
   const mains: { strategy: StrategyId; interval: Interval }[] = [];
   for (const s of tp.everyInterval) for (const i of tp.intervals) mains.push({ strategy: s, interval: i });
-  for (const { strategy, intervals } of tp.someIntervals ?? []) for (const i of intervals) mains.push({ strategy, interval: i });
+  for (const { strategy, intervals } of tp.someIntervals ?? [])
+    for (const i of intervals) mains.push({ strategy, interval: i });
   for (const s of tp.atBaselineInterval) mains.push({ strategy: s, interval: tp.baselineInterval });
   // Reference (no checkpoint) runs spread evenly through the sequence, so drift hits both.
-  for (let r = 0; r < tp.references; r++) refAt.add(Math.round((r * mains.length) / Math.max(1, tp.references - 1 || 1)));
+  for (let r = 0; r < tp.references; r++)
+    refAt.add(Math.round((r * mains.length) / Math.max(1, tp.references - 1 || 1)));
   for (let i = 0; i <= mains.length; i++) {
     if (refAt.has(i)) throughputRuns.push({ strategy: 'none', interval: null });
     if (i < mains.length) throughputRuns.push(mains[i]!);
   }
-  while (throughputRuns.filter((r) => r.strategy === 'none').length < tp.references) throughputRuns.push({ strategy: 'none', interval: null });
+  while (throughputRuns.filter((r) => r.strategy === 'none').length < tp.references)
+    throughputRuns.push({ strategy: 'none', interval: null });
 
-  const stallRuns = plan.sizes.length * kinds.length * plan.strategies.length + (typeof s3 === 'string' ? 0 : plan.s3.strategies.length);
-  const total = plan.sizes.length /* micro */ + stallRuns + throughputRuns.length + plan.sizes.length + (typeof s3 === 'string' ? 0 : 1);
+  const stallRuns =
+    plan.sizes.length * kinds.length * plan.strategies.length +
+    (typeof s3 === 'string' ? 0 : plan.s3.strategies.length);
+  const total =
+    plan.sizes.length /* micro */ +
+    stallRuns +
+    throughputRuns.length +
+    plan.sizes.length +
+    (typeof s3 === 'string' ? 0 : 1);
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
   if (typeof s3 === 'string') process.stderr.write(`S3 skipped: ${s3}\n`);
@@ -192,7 +226,11 @@ async function main(): Promise<void> {
       load: { start: os.loadavg()[0]!, end: NaN },
       durations: {},
       s3: s3Note,
-      charts: { bytesPerHour: 'bench/charts/bytes-per-agent-hour.svg', stall: 'bench/charts/stall-vs-state-size.svg', restore: 'bench/charts/restore-vs-chain-length.svg' },
+      charts: {
+        bytesPerHour: 'bench/charts/bytes-per-agent-hour.svg',
+        stall: 'bench/charts/stall-vs-state-size.svg',
+        restore: 'bench/charts/restore-vs-chain-length.svg',
+      },
     },
     machine: machine(root),
     stall: [],
@@ -211,14 +249,18 @@ async function main(): Promise<void> {
       for (const kind of kinds) {
         for (const strategy of plan.strategies) {
           const steps = plan.stallSteps(size, strategy);
-          progress.begin(`stall + commit + bytes: ${size / K} KB, ${kind.name} store, ${SHORT[strategy]}, ${steps} steps`);
+          progress.begin(
+            `stall + commit + bytes: ${size / K} KB, ${kind.name} store, ${SHORT[strategy]}, ${steps} steps`,
+          );
           results.stall.push(await stallScenario(kind, strategy, size, change, seed, steps, progress));
         }
       }
     }
     if (typeof s3 !== 'string') {
       for (const strategy of plan.s3.strategies) {
-        progress.begin(`stall + commit + bytes: ${plan.s3.size / K} KB, s3 store, ${SHORT[strategy]}, ${plan.s3.steps} steps`);
+        progress.begin(
+          `stall + commit + bytes: ${plan.s3.size / K} KB, s3 store, ${SHORT[strategy]}, ${plan.s3.steps} steps`,
+        );
         results.stall.push(await stallScenario(s3, strategy, plan.s3.size, change, seed, plan.s3.steps, progress));
       }
     }
@@ -236,8 +278,20 @@ async function main(): Promise<void> {
     for (const r of throughputRuns) {
       const d = tp.duration(r.interval);
       results.run.durations[r.interval === null ? 'reference' : intervalLabel(r.interval)] = d;
-      progress.begin(`throughput: ${tp.size / K} KB, file store, ${r.strategy === 'none' ? 'no checkpoints' : SHORT[r.strategy]}, interval ${intervalLabel(r.interval)}, ${d / 1000} s`);
-      const res: ThroughputResult = await throughputRun(fileKind, r.strategy, r.interval, tp.size, change, seed, d, stepWork, progress);
+      progress.begin(
+        `throughput: ${tp.size / K} KB, file store, ${r.strategy === 'none' ? 'no checkpoints' : SHORT[r.strategy]}, interval ${intervalLabel(r.interval)}, ${d / 1000} s`,
+      );
+      const res: ThroughputResult = await throughputRun(
+        fileKind,
+        r.strategy,
+        r.interval,
+        tp.size,
+        change,
+        seed,
+        d,
+        stepWork,
+        progress,
+      );
       progress.note(`${res.stepsPerSec.toFixed(1)} steps/s, ${res.checkpoints} checkpoints`);
       results.throughput.push(res);
     }
@@ -249,7 +303,15 @@ async function main(): Promise<void> {
     }
     if (typeof s3 !== 'string') {
       progress.begin(`restore: ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store`);
-      const r = await restoreScenario([memoryStores(), s3], plan.s3.size, change, seed, plan.s3.chains, plan.restore, progress);
+      const r = await restoreScenario(
+        [memoryStores(), s3],
+        plan.s3.size,
+        change,
+        seed,
+        plan.s3.chains,
+        plan.restore,
+        progress,
+      );
       results.restore.push(...r.filter((x) => x.store === 's3'));
     }
   } finally {
@@ -260,7 +322,9 @@ async function main(): Promise<void> {
   results.run.load.end = os.loadavg()[0]!;
 
   await writeOutputs(results, outDir);
-  process.stderr.write(`statefold bench: done in ${Math.round(results.run.wallSeconds)} s; wrote ${path.join(outDir, 'BENCHMARKS.md')}\n`);
+  process.stderr.write(
+    `statefold bench: done in ${Math.round(results.run.wallSeconds)} s; wrote ${path.join(outDir, 'BENCHMARKS.md')}\n`,
+  );
 }
 
 /** Writes the charts, bench/results.json and BENCHMARKS.md of a run into `outDir`. */
@@ -277,7 +341,13 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
   for (const r of results.throughput) {
     if (r.strategy === 'none' || r.interval === null) continue;
     if (r.strategy !== 'sf-immutable' && r.strategy !== 'sf-copy') continue;
-    hourRows.push({ interval: intervalLabel(r.interval), order: order(r.interval), strategy: SHORT[r.strategy], bytesPerHour: r.bytesPerHour, source: 'measured in the agent loop' });
+    hourRows.push({
+      interval: intervalLabel(r.interval),
+      order: order(r.interval),
+      strategy: SHORT[r.strategy],
+      bytesPerHour: r.bytesPerHour,
+      source: 'measured in the agent loop',
+    });
   }
   // Full-snapshot baselines write the same bytes per checkpoint at any interval: measured per checkpoint, times checkpoints per hour.
   for (const id of ['sf-full', 'json-gzip'] as StrategyId[]) {
@@ -286,7 +356,13 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
     const perCheckpoint = Object.values(s.counts.bytes).reduce((a, b) => a + b, 0) / s.steps;
     for (const i of tp.intervals) {
       const perHour = i === 'step' ? refRate * 3600 : 3_600_000 / i;
-      hourRows.push({ interval: intervalLabel(i), order: order(i), strategy: SHORT[id], bytesPerHour: perCheckpoint * perHour, source: 'bytes per checkpoint × checkpoints per hour' });
+      hourRows.push({
+        interval: intervalLabel(i),
+        order: order(i),
+        strategy: SHORT[id],
+        bytesPerHour: perCheckpoint * perHour,
+        source: 'bytes per checkpoint × checkpoints per hour',
+      });
     }
   }
   const stallRows = results.stall
@@ -295,14 +371,27 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
       { size: r.stateBytes, strategy: SHORT[r.strategy], stat: 'p50', ms: Math.max(r.stall.p50, 1e-3) },
       { size: r.stateBytes, strategy: SHORT[r.strategy], stat: 'p99', ms: Math.max(r.stall.p99, 1e-3) },
     ]);
-  const restoreRows = results.restore.map((r) => ({ chain: r.chain, series: `${r.size / K} KB, ${r.store}`, ms: Math.max(r.latency.p50, 1e-3) }));
+  const restoreRows = results.restore.map((r) => ({
+    chain: r.chain,
+    series: `${r.size / K} KB, ${r.store}`,
+    ms: Math.max(r.latency.p50, 1e-3),
+  }));
   const charts: [string, Promise<string>][] = [
-    [results.run.charts.bytesPerHour, renderSvg(bytesPerHourChart(hourRows, `Bytes written per agent-hour, ${H / K} KB state, ~${refRate.toFixed(0)} steps/s`))],
-    [results.run.charts.stall, renderSvg(stallChart(stallRows, 'checkpoint() stall against state size (file store, one checkpoint per step)'))],
+    [
+      results.run.charts.bytesPerHour,
+      renderSvg(
+        bytesPerHourChart(hourRows, `Bytes written per agent-hour, ${H / K} KB state, ~${refRate.toFixed(0)} steps/s`),
+      ),
+    ],
+    [
+      results.run.charts.stall,
+      renderSvg(stallChart(stallRows, 'checkpoint() stall against state size (file store, one checkpoint per step)')),
+    ],
     [results.run.charts.restore, renderSvg(restoreChart(restoreRows, 'Restore time against delta-chain length'))],
   ];
   for (const [rel, svg] of charts) writeFileSync(path.join(outDir, rel), await svg);
-  if (results.run.renderedFrom === undefined) writeFileSync(path.join(outDir, 'bench', 'results.json'), JSON.stringify(results, null, 1) + '\n');
+  if (results.run.renderedFrom === undefined)
+    writeFileSync(path.join(outDir, 'bench', 'results.json'), JSON.stringify(results, null, 1) + '\n');
   writeFileSync(path.join(outDir, 'BENCHMARKS.md'), renderReport(results));
 }
 

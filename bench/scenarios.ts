@@ -40,7 +40,15 @@ export interface StallResult {
 }
 
 /** One checkpoint per step, each awaited before the next step (so the queue is idle at every call). */
-export async function stallScenario(kind: StoreKind, strategy: StrategyId, size: number, change: number, seed: number, steps: number, progress: Progress): Promise<StallResult> {
+export async function stallScenario(
+  kind: StoreKind,
+  strategy: StrategyId,
+  size: number,
+  change: number,
+  seed: number,
+  steps: number,
+  progress: Progress,
+): Promise<StallResult> {
   const s = STRATEGIES[strategy];
   const agent = new Agent(s.style, size, change, seed);
   const stateBytes = packedSize(agent.state);
@@ -72,7 +80,18 @@ export async function stallScenario(kind: StoreKind, strategy: StrategyId, size:
   await cp.close();
   const stallByKind: StallResult['stallByKind'] = {};
   for (const [k, v] of Object.entries(byKind)) stallByKind[k as CheckpointResult['kind']] = summarize(v);
-  return { size, stateBytes, store: kind.name, strategy, steps, stall: summarize(stalls), loopBlock: summarize(blocks), commit: summarize(commits), stallByKind, counts: store.counts };
+  return {
+    size,
+    stateBytes,
+    store: kind.name,
+    strategy,
+    steps,
+    stall: summarize(stalls),
+    loopBlock: summarize(blocks),
+    commit: summarize(commits),
+    stallByKind,
+    counts: store.counts,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,7 +149,17 @@ export interface ThroughputResult {
  * the event loop (an agent awaits its model or tools there). The run's time includes waiting for
  * every checkpoint to be durable at the end.
  */
-export async function throughputRun(kind: StoreKind, strategy: StrategyId | 'none', interval: Interval | null, size: number, change: number, seed: number, durationMs: number, stepWork: number, progress: Progress): Promise<ThroughputResult> {
+export async function throughputRun(
+  kind: StoreKind,
+  strategy: StrategyId | 'none',
+  interval: Interval | null,
+  size: number,
+  change: number,
+  seed: number,
+  durationMs: number,
+  stepWork: number,
+  progress: Progress,
+): Promise<ThroughputResult> {
   const s = strategy === 'none' ? undefined : STRATEGIES[strategy];
   const agent = new Agent(s?.style ?? 'immutable', size, change, seed);
   const store = new CountingStore(await kind.create(`tput-${strategy}-${String(interval)}`));
@@ -214,11 +243,24 @@ export interface RestoreResult {
  * Infinity) in memory, copies it into each store, and times `restore` of seq 1 + chain for each
  * chain length with tinybench.
  */
-export async function restoreScenario(kinds: StoreKind[], size: number, change: number, seed: number, chains: number[], bench: { time: number; iterations: number }, progress: Progress): Promise<RestoreResult[]> {
+export async function restoreScenario(
+  kinds: StoreKind[],
+  size: number,
+  change: number,
+  seed: number,
+  chains: number[],
+  bench: { time: number; iterations: number },
+  progress: Progress,
+): Promise<RestoreResult[]> {
   const maxChain = Math.max(...chains);
   const built = new CountingStore(await kinds[0]!.create('restore-build'));
   const agent = new Agent('immutable', size, change, seed);
-  const engine = await SnapshotEngine.open({ store: built, stream: 'agent', updates: 'immutable', policy: { baseEvery: 1_000_000, maxDeltaRatio: Infinity } });
+  const engine = await SnapshotEngine.open({
+    store: built,
+    stream: 'agent',
+    updates: 'immutable',
+    policy: { baseEvery: 1_000_000, maxDeltaRatio: Infinity },
+  });
   const sizes: number[] = [];
   sizes.push((await engine.checkpoint(agent.state)).bytes);
   for (let i = 1; i <= maxChain; i++) {
@@ -240,22 +282,47 @@ export async function restoreScenario(kinds: StoreKind[], size: number, change: 
     for (const chain of chains) {
       const seq = 1 + chain;
       const check = await restore(store, 'agent', { seq });
-      if (check.seq !== seq || check.kind !== 'delta') throw new Error(`restore: got seq ${check.seq} (${check.kind}), expected delta ${seq}`);
-      const b = new Bench({ time: bench.time, iterations: bench.iterations, warmupIterations: 2, warmupTime: 0 , retainSamples: true });
+      if (check.seq !== seq || check.kind !== 'delta')
+        throw new Error(`restore: got seq ${check.seq} (${check.kind}), expected delta ${seq}`);
+      const b = new Bench({
+        time: bench.time,
+        iterations: bench.iterations,
+        warmupIterations: 2,
+        warmupTime: 0,
+        retainSamples: true,
+      });
       b.add('restore', async () => {
         await restore(store, 'agent', { seq });
       });
       await b.run();
       const r = b.tasks[0]!.result;
-      if (r.state !== 'completed') throw new Error(`restore bench ${kind.name} ${chain}: ${r.state}${'error' in r ? ` ${String(r.error)}` : ''}`);
-      results.push({ size, store: kind.name, chain, chainBytes: sizes.slice(0, seq).reduce((a, b2) => a + b2, 0), latency: fromTinybench(r.latency) });
-      progress.note(`restore ${kind.name} chain ${chain}: p50 ${r.latency.p50.toFixed(2)} ms (n ${r.latency.samplesCount})`);
+      if (r.state !== 'completed')
+        throw new Error(`restore bench ${kind.name} ${chain}: ${r.state}${'error' in r ? ` ${String(r.error)}` : ''}`);
+      results.push({
+        size,
+        store: kind.name,
+        chain,
+        chainBytes: sizes.slice(0, seq).reduce((a, b2) => a + b2, 0),
+        latency: fromTinybench(r.latency),
+      });
+      progress.note(
+        `restore ${kind.name} chain ${chain}: p50 ${r.latency.p50.toFixed(2)} ms (n ${r.latency.samplesCount})`,
+      );
     }
   }
   return results;
 }
 
-function fromTinybench(l: { samplesCount: number; p50: number; p99: number; p75: number; min: number; max: number; mean: number; samples?: readonly number[] | undefined }): Summary {
+function fromTinybench(l: {
+  samplesCount: number;
+  p50: number;
+  p99: number;
+  p75: number;
+  min: number;
+  max: number;
+  mean: number;
+  samples?: readonly number[] | undefined;
+}): Summary {
   if (l.samples && l.samples.length > 0) return summarize(l.samples);
   return { n: l.samplesCount, p50: l.p50, p99: l.p99, q1: NaN, q3: l.p75, min: l.min, max: l.max, mean: l.mean };
 }
@@ -269,7 +336,12 @@ export interface MicroResult {
   latency: Summary;
 }
 
-export async function microScenario(size: number, change: number, seed: number, bench: { time: number; iterations: number }): Promise<MicroResult[]> {
+export async function microScenario(
+  size: number,
+  change: number,
+  seed: number,
+  bench: { time: number; iterations: number },
+): Promise<MicroResult[]> {
   const w = new Workload(size, change, seed);
   const mutable = w.initial();
   const mirror = structuredClone(mutable);

@@ -24,7 +24,16 @@ function quantile(sorted: readonly number[], q: number): number {
 export function summarize(values: readonly number[]): Summary {
   const s = [...values].sort((a, b) => a - b);
   const mean = s.reduce((a, b) => a + b, 0) / (s.length || 1);
-  return { n: s.length, p50: quantile(s, 0.5), p99: quantile(s, 0.99), q1: quantile(s, 0.25), q3: quantile(s, 0.75), min: s[0] ?? NaN, max: s[s.length - 1] ?? NaN, mean };
+  return {
+    n: s.length,
+    p50: quantile(s, 0.5),
+    p99: quantile(s, 0.99),
+    q1: quantile(s, 0.25),
+    q3: quantile(s, 0.75),
+    min: s[0] ?? NaN,
+    max: s[s.length - 1] ?? NaN,
+    mean,
+  };
 }
 
 export function median(values: readonly number[]): number {
@@ -65,7 +74,10 @@ export class Progress {
   readonly #start = performance.now();
   #last = 0;
   #scenario = 0;
-  constructor(readonly total: number, readonly out: NodeJS.WriteStream = process.stderr) {}
+  constructor(
+    readonly total: number,
+    readonly out: NodeJS.WriteStream = process.stderr,
+  ) {}
 
   /** Announces the next scenario. */
   begin(label: string): void {

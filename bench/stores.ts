@@ -25,7 +25,8 @@ const FRAME_KIND: Record<number, WriteKind> = { 1: 'base', 2: 'delta', 3: 'fence
 
 /** The kind of a written body: statefold frames by their header, baselines by their key's last segment. */
 function kindOf(key: string, body: Uint8Array): WriteKind {
-  if (body.byteLength >= 6 && (body[0]! | (body[1]! << 8) | (body[2]! << 16) | (body[3]! << 24)) >>> 0 === MAGIC) return FRAME_KIND[body[5]!] ?? 'full';
+  if (body.byteLength >= 6 && (body[0]! | (body[1]! << 8) | (body[2]! << 16) | (body[3]! << 24)) >>> 0 === MAGIC)
+    return FRAME_KIND[body[5]!] ?? 'full';
   const last = key.slice(key.lastIndexOf('/') + 1);
   if (last.startsWith('base-')) return 'base';
   if (last.startsWith('delta-')) return 'delta';
@@ -77,19 +78,32 @@ export function fileStores(root?: string): StoreKind {
   let n = 0;
   return {
     name: 'file',
-    create: async (label, options) => new FileStore({ dir: path.join(dir, `${++n}-${label.replace(/[^A-Za-z0-9._-]+/g, '_')}`), fsync: options?.fsync ?? true }),
+    create: async (label, options) =>
+      new FileStore({
+        dir: path.join(dir, `${++n}-${label.replace(/[^A-Za-z0-9._-]+/g, '_')}`),
+        fsync: options?.fsync ?? true,
+      }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
 
 /** The S3 variables, or undefined when STATEFOLD_S3_ENDPOINT / _BUCKET are not both set. */
-export function s3Env(env = process.env): { endpoint: string; region: string; bucket: string; credentials?: { accessKeyId: string; secretAccessKey: string } } | undefined {
+export function s3Env(
+  env = process.env,
+):
+  | { endpoint: string; region: string; bucket: string; credentials?: { accessKeyId: string; secretAccessKey: string } }
+  | undefined {
   const endpoint = env.STATEFOLD_S3_ENDPOINT;
   const bucket = env.STATEFOLD_S3_BUCKET;
   if (!endpoint || !bucket) return undefined;
   const accessKeyId = env.STATEFOLD_S3_ACCESS_KEY_ID;
   const secretAccessKey = env.STATEFOLD_S3_SECRET_ACCESS_KEY;
-  return { endpoint, bucket, region: env.STATEFOLD_S3_REGION || 'us-east-1', ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}) };
+  return {
+    endpoint,
+    bucket,
+    region: env.STATEFOLD_S3_REGION || 'us-east-1',
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+  };
 }
 
 /**

@@ -118,7 +118,9 @@ const fjpMirror: Strategy = {
 export const STRATEGIES: Record<StrategyId, Strategy> = {
   'sf-immutable': statefold('sf-immutable', "statefold, updates: 'immutable' (immutable updates)", 'immutable'),
   'sf-copy': statefold('sf-copy', "statefold, updates: 'copy' (in-place mutation)", 'copy'),
-  'sf-full': statefold('sf-full', 'statefold full snapshots, msgpackr + lz4 (baseEvery: 1)', 'immutable', { baseEvery: 1 }),
+  'sf-full': statefold('sf-full', 'statefold full snapshots, msgpackr + lz4 (baseEvery: 1)', 'immutable', {
+    baseEvery: 1,
+  }),
   'json-gzip': jsonGzip,
   'fjp-mirror': fjpMirror,
 };

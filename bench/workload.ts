@@ -55,7 +55,15 @@ export interface AgentState {
   plan: { goal: string; revision: number; steps: PlanStep[] };
   documents: Doc[];
   memory: { facts: { id: string; text: string; confidence: number }[] };
-  counters: { steps: number; llmCalls: number; toolCalls: number; tokensIn: number; tokensOut: number; errors: number; costMicroUsd: number };
+  counters: {
+    steps: number;
+    llmCalls: number;
+    toolCalls: number;
+    tokensIn: number;
+    tokensOut: number;
+    errors: number;
+    costMicroUsd: number;
+  };
 }
 
 /** A small, fast, seeded PRNG (mulberry32). */
@@ -79,7 +87,32 @@ export class Rng {
   }
 }
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'ta', 'vo', 'si', 'de', 'pa', 'gri', 'son', 'tel', 'quo', 'ber', 'an', 'ex', 'ul', 'ion', 'ment', 'ing', 'er', 'al', 'st'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ne',
+  'ru',
+  'ta',
+  'vo',
+  'si',
+  'de',
+  'pa',
+  'gri',
+  'son',
+  'tel',
+  'quo',
+  'ber',
+  'an',
+  'ex',
+  'ul',
+  'ion',
+  'ment',
+  'ing',
+  'er',
+  'al',
+  'st',
+];
 const TOOLS = ['web_search', 'read_file', 'run_python', 'sql_query', 'fetch_url', 'write_file', 'vector_search'];
 const STATUSES: PlanStep['status'][] = ['todo', 'doing', 'done', 'blocked'];
 const EMBEDDING_DIMS = 256;
@@ -160,13 +193,20 @@ export class Workload {
   initial(): AgentState {
     const { size, messageBytes, initialMessages } = this.shape;
     const rng = this.#rng;
-    const messages: Message[] = [{ id: 'm0', role: 'system', content: this.#text.of(Math.min(2000, size * 0.01)), ts: this.#tick(), tokens: 400 }];
+    const messages: Message[] = [
+      { id: 'm0', role: 'system', content: this.#text.of(Math.min(2000, size * 0.01)), ts: this.#tick(), tokens: 400 },
+    ];
     for (let i = 1; i < initialMessages; i++) messages.push(this.#message(messageBytes * (0.5 + rng.next())));
     this.#messages = messages.length;
     const steps: PlanStep[] = [];
     const planSteps = 12;
     for (let i = 0; i < planSteps; i++) {
-      steps.push({ id: `p${i}`, title: this.#text.of(40), status: rng.pick(STATUSES), notes: this.#text.of((size * 0.1) / planSteps) });
+      steps.push({
+        id: `p${i}`,
+        title: this.#text.of(40),
+        status: rng.pick(STATUSES),
+        notes: this.#text.of((size * 0.1) / planSteps),
+      });
     }
     // Documents: ~35% of the state, ~4 KB each (1 KB embedding + text).
     const documents: Doc[] = [];
@@ -175,7 +215,12 @@ export class Workload {
     for (let i = 0; i < docs; i++) documents.push(this.#doc(i, docBytes - EMBEDDING_DIMS * 4 - 120));
     const facts: AgentState['memory']['facts'] = [];
     const factBytes = 160;
-    for (let i = 0; i < Math.max(2, Math.round((size * 0.1) / factBytes)); i++) facts.push({ id: `f${i}`, text: this.#text.of(factBytes - 30), confidence: Math.round(rng.next() * 1000) / 1000 });
+    for (let i = 0; i < Math.max(2, Math.round((size * 0.1) / factBytes)); i++)
+      facts.push({
+        id: `f${i}`,
+        text: this.#text.of(factBytes - 30),
+        confidence: Math.round(rng.next() * 1000) / 1000,
+      });
     return {
       id: 'agent-7f3a',
       startedAt: this.#clock,
@@ -195,7 +240,13 @@ export class Workload {
     this.#messages++;
     let compact: Message | undefined;
     if (this.#messages > 2 * this.shape.initialMessages) {
-      compact = { id: `s${this.#step}`, role: 'system', content: 'Summary of earlier conversation: ' + this.#text.of(this.shape.messageBytes), ts: message.ts, tokens: 300 };
+      compact = {
+        id: `s${this.#step}`,
+        role: 'system',
+        content: 'Summary of earlier conversation: ' + this.#text.of(this.shape.messageBytes),
+        ts: message.ts,
+        tokens: 300,
+      };
       this.#messages = this.shape.initialMessages;
     }
     const tokensIn = 500 + rng.int(3000);
@@ -207,7 +258,14 @@ export class Workload {
       planStep: rng.int(12),
       status: rng.pick(STATUSES),
       notes: this.#text.of(this.shape.notesBytes),
-      counters: { llmCalls: 1, toolCalls: message.toolCalls ? 1 : 0, tokensIn, tokensOut, errors: rng.next() < 0.02 ? 1 : 0, costMicroUsd: tokensIn * 3 + tokensOut * 15 },
+      counters: {
+        llmCalls: 1,
+        toolCalls: message.toolCalls ? 1 : 0,
+        tokensIn,
+        tokensOut,
+        errors: rng.next() < 0.02 ? 1 : 0,
+        costMicroUsd: tokensIn * 3 + tokensOut * 15,
+      },
     };
   }
 
@@ -228,10 +286,24 @@ export class Workload {
         content: this.#text.of(bytes * 0.6),
         ts,
         tokens: Math.round(bytes / 4),
-        toolCalls: [{ id: `call_${id}`, name: rng.pick(TOOLS), args: { query: this.#text.of(bytes * 0.3), limit: 1 + rng.int(20), strict: rng.next() < 0.5 } }],
+        toolCalls: [
+          {
+            id: `call_${id}`,
+            name: rng.pick(TOOLS),
+            args: { query: this.#text.of(bytes * 0.3), limit: 1 + rng.int(20), strict: rng.next() < 0.5 },
+          },
+        ],
       };
     }
-    if (kind === 1) return { id, role: 'tool', toolCallId: `call_m${this.#msgId - 1}`, content: this.#text.of(bytes), ts, tokens: Math.round(bytes / 4) };
+    if (kind === 1)
+      return {
+        id,
+        role: 'tool',
+        toolCallId: `call_m${this.#msgId - 1}`,
+        content: this.#text.of(bytes),
+        ts,
+        tokens: Math.round(bytes / 4),
+      };
     return { id, role: 'user', content: this.#text.of(bytes), ts, tokens: Math.round(bytes / 4) };
   }
 
@@ -239,7 +311,14 @@ export class Workload {
     const rng = this.#rng;
     const embedding = new Float32Array(EMBEDDING_DIMS);
     for (let d = 0; d < EMBEDDING_DIMS; d++) embedding[d] = (rng.next() + rng.next() + rng.next() - 1.5) * 0.8;
-    return { id: `d${i}`, source: `https://docs.example.com/${this.#text.of(20).replace(/\W+/g, '-')}`, title: this.#text.of(50), score: Math.round(rng.next() * 1e4) / 1e4, text: this.#text.of(textBytes), embedding };
+    return {
+      id: `d${i}`,
+      source: `https://docs.example.com/${this.#text.of(20).replace(/\W+/g, '-')}`,
+      title: this.#text.of(50),
+      score: Math.round(rng.next() * 1e4) / 1e4,
+      text: this.#text.of(textBytes),
+      embedding,
+    };
   }
 }
 
@@ -308,7 +387,12 @@ function structuredCloneMessage(m: Message): Message {
 export class Agent {
   readonly workload: Workload;
   state: AgentState;
-  constructor(readonly style: 'mutable' | 'immutable', size: number, change: number, seed: number) {
+  constructor(
+    readonly style: 'mutable' | 'immutable',
+    size: number,
+    change: number,
+    seed: number,
+  ) {
     this.workload = new Workload(size, change, seed);
     this.state = this.workload.initial();
   }

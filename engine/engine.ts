@@ -15,7 +15,12 @@ import { EMPTY_LEDGER, type EffectRecord, type Ledger } from './effects/ledger.j
 import { EffectRunner, type EffectOptions } from './effects/runner.js';
 import { StatefoldError, isStatefoldError } from './errors.js';
 import { decodeValue, encodeValue } from './format/values.js';
-import { resolveEngineOptions, type CheckpointOptions, type EngineOptions, type ResolvedEngineOptions } from './options.js';
+import {
+  resolveEngineOptions,
+  type CheckpointOptions,
+  type EngineOptions,
+  type ResolvedEngineOptions,
+} from './options.js';
 import type { ResolvedPolicy } from './policy.js';
 import { readChain } from './restore/chain.js';
 import type { GcReport, Retention } from './retention.js';
@@ -47,7 +52,12 @@ export class SnapshotEngine<S = unknown> {
   /** Meta of the last capture, repeated by the checkpoints that only record effects. */
   #lastMeta: Uint8Array | undefined;
 
-  private constructor(options: ResolvedEngineOptions, userStore: Store, claim: Claim, opened: { head: Head; capturer: Capturer; ledger: Ledger }) {
+  private constructor(
+    options: ResolvedEngineOptions,
+    userStore: Store,
+    claim: Claim,
+    opened: { head: Head; capturer: Capturer; ledger: Ledger },
+  ) {
     const { store, keys, policy, limits } = options;
     this.store = userStore;
     this.stream = keys.stream;
@@ -59,7 +69,16 @@ export class SnapshotEngine<S = unknown> {
     this.#retention = new RetentionRunner(store, keys.stream, options.retention, limits);
     const identity = { epoch: claim.epoch, writer: claim.writer };
     const writer = new SlotWriter(store, keys, identity, limits);
-    this.#queue = new CommitQueue(keys, identity, policy, opened.capturer, writer, () => this.#retention.afterBase(), opened.head, claim.nextKey);
+    this.#queue = new CommitQueue(
+      keys,
+      identity,
+      policy,
+      opened.capturer,
+      writer,
+      () => this.#retention.afterBase(),
+      opened.head,
+      claim.nextKey,
+    );
     this.#trigger = new StepTrigger(policy);
     const host = {
       stream: this.stream,
@@ -79,11 +98,24 @@ export class SnapshotEngine<S = unknown> {
     const { store, limits } = resolved;
     const claim = await claimStream(store, resolved.keys, limits);
     const capturer = createCapturer(resolved.updates);
-    if (claim.view.slots.length === 0) return new SnapshotEngine<S>(resolved, options.store, claim, { head: EMPTY_HEAD, capturer, ledger: EMPTY_LEDGER });
+    if (claim.view.slots.length === 0)
+      return new SnapshotEngine<S>(resolved, options.store, claim, {
+        head: EMPTY_HEAD,
+        capturer,
+        ledger: EMPTY_LEDGER,
+      });
     const chain = await readChain<unknown>(store, claim.view, undefined, limits);
     capturer.seed(chain.restored.state);
     const { crc, baseSeq, baseBytes, deltaBytes } = chain;
-    const head: Head = { seq: chain.restored.seq, crc, state: capturer.state, meta: chain.metaBytes, baseSeq, baseBytes, deltaBytes };
+    const head: Head = {
+      seq: chain.restored.seq,
+      crc,
+      state: capturer.state,
+      meta: chain.metaBytes,
+      baseSeq,
+      baseBytes,
+      deltaBytes,
+    };
     return new SnapshotEngine<S>(resolved, options.store, claim, { head, capturer, ledger: chain.ledger });
   }
 
@@ -185,7 +217,11 @@ export class SnapshotEngine<S = unknown> {
    */
   async close(): Promise<void> {
     if (this.#lifecycle !== 'open') {
-      throw new StatefoldError('CLOSED', `close stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`, { stream: this.stream });
+      throw new StatefoldError(
+        'CLOSED',
+        `close stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`,
+        { stream: this.stream },
+      );
     }
     this.#lifecycle = 'closing';
     // A fenced engine closes too: it only waits for what is in flight (which will fail FENCED).
@@ -241,7 +277,11 @@ export class SnapshotEngine<S = unknown> {
 
   #assertOpen(op: string): void {
     if (this.#lifecycle !== 'open') {
-      throw new StatefoldError('CLOSED', `${op} stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`, { stream: this.stream });
+      throw new StatefoldError(
+        'CLOSED',
+        `${op} stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`,
+        { stream: this.stream },
+      );
     }
     const fenced = this.#queue.fenced;
     if (fenced) throw fenced;
@@ -249,14 +289,23 @@ export class SnapshotEngine<S = unknown> {
 
   #wrapCaptureError(err: unknown): unknown {
     if (isStatefoldError(err, 'INVALID_STATE')) {
-      return new StatefoldError('INVALID_STATE', `checkpoint stream ${JSON.stringify(this.stream)}: ${err.message}`, { stream: this.stream, path: err.path, cause: err });
+      return new StatefoldError('INVALID_STATE', `checkpoint stream ${JSON.stringify(this.stream)}: ${err.message}`, {
+        stream: this.stream,
+        path: err.path,
+        cause: err,
+      });
     }
     return err;
   }
 
   #encodeMeta(options: CheckpointOptions | undefined): Uint8Array | undefined {
     if (options === undefined || options === null) return undefined;
-    if (typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', `checkpoint stream ${JSON.stringify(this.stream)}: options must be an object`, { stream: this.stream });
+    if (typeof options !== 'object')
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `checkpoint stream ${JSON.stringify(this.stream)}: options must be an object`,
+        { stream: this.stream },
+      );
     if (options.meta === undefined) return undefined;
     return encodeValue(captureValue(options.meta, 'meta'));
   }
@@ -265,7 +314,11 @@ export class SnapshotEngine<S = unknown> {
   #checkpointUnchanged(options?: CheckpointOptions): Promise<CheckpointInfo> {
     if (this.#capturer.state === undefined && this.#queue.head.seq === 0 && this.#queue.length === 0) {
       return Promise.reject(
-        new StatefoldError('INVALID_STATE', `effect on stream ${JSON.stringify(this.stream)}: no state has been checkpointed yet; checkpoint one first or pass options.state`, { stream: this.stream, path: '$' }),
+        new StatefoldError(
+          'INVALID_STATE',
+          `effect on stream ${JSON.stringify(this.stream)}: no state has been checkpointed yet; checkpoint one first or pass options.state`,
+          { stream: this.stream, path: '$' },
+        ),
       );
     }
     let meta: Uint8Array | undefined;

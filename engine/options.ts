@@ -65,22 +65,40 @@ export interface ResolvedEngineOptions {
 
 /** Checks `options` and fills defaults; INVALID_ARGUMENT names the first bad option. */
 export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOptions {
-    if (options === null || typeof options !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options must be an object');
-    const { store } = options;
-    assertStore(store, 'SnapshotEngine.open');
-    const keys = new StreamKeys(options.stream);
-    const policy = resolvePolicy(options.policy);
-    const updates = options.updates ?? 'copy';
-    if (updates !== 'copy' && updates !== 'immutable') {
-      throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: updates ${JSON.stringify(updates)} must be 'copy' or 'immutable'`, { stream: keys.stream });
-    }
-    const limits = limitsOf(options.maxPayloadBytes);
-    if (options.retention !== undefined) resolveRetention(options.retention);
-    const effectRetention = resolveEffectRetention(options.effectRetention);
-    const onPendingEffect = options.onPendingEffect ?? 'throw';
-    if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
-      throw new StatefoldError('INVALID_ARGUMENT', `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`, { stream: keys.stream });
-    }
+  if (options === null || typeof options !== 'object')
+    throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options must be an object');
+  const { store } = options;
+  assertStore(store, 'SnapshotEngine.open');
+  const keys = new StreamKeys(options.stream);
+  const policy = resolvePolicy(options.policy);
+  const updates = options.updates ?? 'copy';
+  if (updates !== 'copy' && updates !== 'immutable') {
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `SnapshotEngine.open: updates ${JSON.stringify(updates)} must be 'copy' or 'immutable'`,
+      { stream: keys.stream },
+    );
+  }
+  const limits = limitsOf(options.maxPayloadBytes);
+  if (options.retention !== undefined) resolveRetention(options.retention);
+  const effectRetention = resolveEffectRetention(options.effectRetention);
+  const onPendingEffect = options.onPendingEffect ?? 'throw';
+  if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`,
+      { stream: keys.stream },
+    );
+  }
   const guarded = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'SnapshotEngine.open'));
-  return { store: guarded, keys, policy, updates, limits, retention: options.retention, onPendingEffect, effectRetention };
+  return {
+    store: guarded,
+    keys,
+    policy,
+    updates,
+    limits,
+    retention: options.retention,
+    onPendingEffect,
+    effectRetention,
+  };
 }

@@ -40,14 +40,21 @@ export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
 /** Fills defaults and rejects malformed values with INVALID_ARGUMENT. */
 export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
   if (policy === undefined) return DEFAULT_POLICY;
-  if (policy === null || typeof policy !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'policy: must be an object');
+  if (policy === null || typeof policy !== 'object')
+    throw new StatefoldError('INVALID_ARGUMENT', 'policy: must be an object');
   const out = { ...DEFAULT_POLICY };
   const positive = (name: keyof Policy, integer: boolean, allowInfinity: boolean): void => {
     const v = policy[name];
     if (v === undefined) return;
-    const ok = typeof v === 'number' && v > 0 && (allowInfinity && v === Infinity ? true : Number.isFinite(v) && (!integer || Number.isInteger(v)));
+    const ok =
+      typeof v === 'number' &&
+      v > 0 &&
+      (allowInfinity && v === Infinity ? true : Number.isFinite(v) && (!integer || Number.isInteger(v)));
     if (!ok) {
-      throw new StatefoldError('INVALID_ARGUMENT', `policy.${name}: ${String(v)} is not a positive ${integer ? 'integer' : 'number'}${allowInfinity ? ' (or Infinity)' : ''}`);
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `policy.${name}: ${String(v)} is not a positive ${integer ? 'integer' : 'number'}${allowInfinity ? ' (or Infinity)' : ''}`,
+      );
     }
     out[name] = v;
   };
@@ -57,7 +64,11 @@ export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
   positive('everySteps', true, true);
   positive('maxPendingBytes', false, true);
   for (const key of Object.keys(policy)) {
-    if (!(key in DEFAULT_POLICY)) throw new StatefoldError('INVALID_ARGUMENT', `policy.${key}: unknown option (known: ${Object.keys(DEFAULT_POLICY).join(', ')})`);
+    if (!(key in DEFAULT_POLICY))
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `policy.${key}: unknown option (known: ${Object.keys(DEFAULT_POLICY).join(', ')})`,
+      );
   }
   return out;
 }

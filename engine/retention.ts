@@ -59,14 +59,20 @@ export function resolveRetention(r: Retention): Required<Retention> {
     throw new StatefoldError('INVALID_ARGUMENT', `retention.keepLast: ${String(keepLast)} is not a positive integer`);
   }
   if (keepForMs !== undefined && (typeof keepForMs !== 'number' || !(keepForMs >= 0))) {
-    throw new StatefoldError('INVALID_ARGUMENT', `retention.keepForMs: ${String(keepForMs)} is not a non-negative number`);
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `retention.keepForMs: ${String(keepForMs)} is not a non-negative number`,
+    );
   }
   if (keepLast === undefined && keepForMs === undefined) {
     throw new StatefoldError('INVALID_ARGUMENT', 'retention: give keepLast, keepForMs or both');
   }
   const minAgeMs = r.minAgeMs ?? DEFAULT_MIN_AGE_MS;
   if (typeof minAgeMs !== 'number' || !(minAgeMs >= 0)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `retention.minAgeMs: ${String(r.minAgeMs)} is not a non-negative number`);
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `retention.minAgeMs: ${String(r.minAgeMs)} is not a non-negative number`,
+    );
   }
   return { keepLast: keepLast ?? 1, keepForMs: keepForMs ?? 0, minAgeMs };
 }
@@ -79,7 +85,12 @@ export function resolveRetention(r: Retention): Required<Retention> {
  * ago still finds its next key taken and fails FENCED rather than committing into deleted history.
  * Safe while a writer is active: writers only add seqs past the newest.
  */
-export async function gc(store: Store, stream: string, retention: Retention, options: GcOptions = {}): Promise<GcReport> {
+export async function gc(
+  store: Store,
+  stream: string,
+  retention: Retention,
+  options: GcOptions = {},
+): Promise<GcReport> {
   assertStore(store, 'gc');
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'gc'));
   const keys = new StreamKeys(stream);
@@ -90,7 +101,13 @@ export async function gc(store: Store, stream: string, retention: Retention, opt
   return relistOnVanish(() => collect(store, keys, { keepLast, keepForMs, minAgeMs }, limits, options));
 }
 
-async function collect(store: Store, keys: StreamKeys, retention: Required<Retention>, limits: FrameLimits, options: { signal?: AbortSignal; now?: number }): Promise<GcReport> {
+async function collect(
+  store: Store,
+  keys: StreamKeys,
+  retention: Required<Retention>,
+  limits: FrameLimits,
+  options: { signal?: AbortSignal; now?: number },
+): Promise<GcReport> {
   const { keepLast, keepForMs, minAgeMs } = retention;
   const log = await listLog(store, keys, options.signal);
   const view = await committedView(store, log, limits, options.signal);
@@ -104,7 +121,10 @@ async function collect(store: Store, keys: StreamKeys, retention: Required<Reten
     let frame = frames.get(i);
     if (frame === undefined) {
       const slot = slots[i]!;
-      frame = slot === view.tailSlot && view.tailFrame ? Promise.resolve(view.tailFrame) : readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal);
+      frame =
+        slot === view.tailSlot && view.tailFrame
+          ? Promise.resolve(view.tailFrame)
+          : readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal);
       frames.set(i, frame);
     }
     return frame;

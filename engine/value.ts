@@ -6,13 +6,32 @@ import { StatefoldError } from './errors.js';
 
 /** Any typed array statefold stores with its type and bytes. */
 export type TypedArray =
-  | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+  | Int8Array
+  | Uint8Array
+  | Uint8ClampedArray
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array;
 
 /** The typed-array classes in wire order: the index is the code stored in frames (never reorder). */
 export const TYPED_ARRAY_CLASSES = [
-  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
-  Float32Array, Float64Array, BigInt64Array, BigUint64Array, Buffer,
+  Int8Array,
+  Uint8Array,
+  Uint8ClampedArray,
+  Int16Array,
+  Uint16Array,
+  Int32Array,
+  Uint32Array,
+  Float32Array,
+  Float64Array,
+  BigInt64Array,
+  BigUint64Array,
+  Buffer,
 ] as const;
 
 const TYPED_ARRAY_CODE = new Map<unknown, number>(TYPED_ARRAY_CLASSES.map((c, i) => [c.prototype, i]));
@@ -75,7 +94,8 @@ export function typedArrayFromBytes(code: number, bytes: Uint8Array): TypedArray
   const copy = new ArrayBuffer(bytes.byteLength);
   new Uint8Array(copy).set(bytes);
   const C = Class as unknown as { new (b: ArrayBuffer): TypedArray; BYTES_PER_ELEMENT: number };
-  if (bytes.byteLength % C.BYTES_PER_ELEMENT !== 0) throw new Error(`typed array of ${bytes.byteLength} bytes is not a whole number of elements`);
+  if (bytes.byteLength % C.BYTES_PER_ELEMENT !== 0)
+    throw new Error(`typed array of ${bytes.byteLength} bytes is not a whole number of elements`);
   return new C(copy);
 }
 

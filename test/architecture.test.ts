@@ -45,7 +45,10 @@ function importsOf(where: (file: string) => boolean): [string, string][] {
   return modules.filter((m) => where(m.file)).flatMap((m) => m.imports.map((to): [string, string] => [m.file, to]));
 }
 
-const under = (...dirs: string[]) => (file: string) => dirs.some((d) => file === d || file.startsWith(`${d}/`));
+const under =
+  (...dirs: string[]) =>
+  (file: string) =>
+    dirs.some((d) => file === d || file.startsWith(`${d}/`));
 
 describe('architecture: the module map', () => {
   it('finds the sources it checks', () => {
@@ -61,8 +64,22 @@ describe('architecture: the module map', () => {
   });
 
   it('keeps the read side off the write side: format/, log/, restore/ and retention import no capture, writer or effect runner', () => {
-    const readSide = under('engine/format', 'engine/log', 'engine/restore', 'engine/retention.ts', 'engine/args.ts', 'engine/effects/ledger.ts');
-    const writeSide = under('engine/capture', 'engine/writer', 'engine/effects/runner.ts', 'engine/engine.ts', 'engine/options.ts', 'engine/policy.ts');
+    const readSide = under(
+      'engine/format',
+      'engine/log',
+      'engine/restore',
+      'engine/retention.ts',
+      'engine/args.ts',
+      'engine/effects/ledger.ts',
+    );
+    const writeSide = under(
+      'engine/capture',
+      'engine/writer',
+      'engine/effects/runner.ts',
+      'engine/engine.ts',
+      'engine/options.ts',
+      'engine/policy.ts',
+    );
     expect(importsOf(readSide).filter(([, to]) => writeSide(to))).toEqual([]);
   });
 

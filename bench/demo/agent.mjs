@@ -32,7 +32,10 @@ async function openStore() {
       endpoint: process.env.STATEFOLD_S3_ENDPOINT,
       region: process.env.STATEFOLD_S3_REGION ?? 'us-east-1',
       forcePathStyle: true,
-      credentials: { accessKeyId: process.env.STATEFOLD_S3_ACCESS_KEY_ID, secretAccessKey: process.env.STATEFOLD_S3_SECRET_ACCESS_KEY },
+      credentials: {
+        accessKeyId: process.env.STATEFOLD_S3_ACCESS_KEY_ID,
+        secretAccessKey: process.env.STATEFOLD_S3_SECRET_ACCESS_KEY,
+      },
     });
   }
   return new FileStore({ dir: storeSpec });
@@ -61,7 +64,12 @@ function think(ms) {
 const store = await openStore();
 // Resume time: claiming the stream and restoring its last checkpoint (not loading the SDK).
 const started = performance.now();
-const engine = await SnapshotEngine.open({ store, stream, policy: { baseEvery: 32, everySteps: 3 }, onPendingEffect: 'retry' });
+const engine = await SnapshotEngine.open({
+  store,
+  stream,
+  policy: { baseEvery: 32, everySteps: 3 },
+  onPendingEffect: 'retry',
+});
 process.stdout.write(`open ${engine.seq} ${(performance.now() - started).toFixed(1)}\n`);
 
 const state = engine.state ?? {
@@ -81,13 +89,27 @@ while (state.step < TOTAL) {
   const phase = PHASES[k % PHASES.length];
   think(1 + r() * 3);
   if (phase === 'receive') {
-    const items = Array.from({ length: 1 + Math.floor(r() * 4) }, (_, i) => ({ sku: `sku-${Math.floor(r() * 1000)}`, qty: 1 + i, price: Math.round(r() * 5000) / 100 }));
-    state.orders[id] = { id, customer: `customer-${Math.floor(r() * 300)}`, items, total: Math.round(items.reduce((s, it) => s + it.qty * it.price, 0) * 100) / 100, status: 'received' };
+    const items = Array.from({ length: 1 + Math.floor(r() * 4) }, (_, i) => ({
+      sku: `sku-${Math.floor(r() * 1000)}`,
+      qty: 1 + i,
+      price: Math.round(r() * 5000) / 100,
+    }));
+    state.orders[id] = {
+      id,
+      customer: `customer-${Math.floor(r() * 300)}`,
+      items,
+      total: Math.round(items.reduce((s, it) => s + it.qty * it.price, 0) * 100) / 100,
+      status: 'received',
+    };
     state.plan.current = id;
     state.messages.push({ role: 'user', text: `New order ${id} with ${items.length} item(s).` });
   } else if (phase === 'validate') {
     state.orders[id].status = 'validated';
-    state.messages.push({ role: 'assistant', text: `Validated ${id}.`, toolCall: { name: 'check_stock', args: { id } } });
+    state.messages.push({
+      role: 'assistant',
+      text: `Validated ${id}.`,
+      toolCall: { name: 'check_stock', args: { id } },
+    });
     state.counters.toolCalls++;
   } else if (phase === 'charge') {
     const order = state.orders[id];
@@ -109,7 +131,11 @@ while (state.step < TOTAL) {
   }
   state.step++;
   const pending = engine.step(state);
-  if (pending) pending.then((info) => process.stdout.write(`ack ${info.seq}\n`), () => undefined);
+  if (pending)
+    pending.then(
+      (info) => process.stdout.write(`ack ${info.seq}\n`),
+      () => undefined,
+    );
 }
 await engine.close();
 process.stdout.write(`done ${engine.seq}\n`);

@@ -33,12 +33,14 @@ const STREAM = `orders-agent-${SEED}`;
 const useS3 = Boolean(process.env.STATEFOLD_S3_ENDPOINT);
 
 let rngState = SEED >>> 0;
-const random = () => ((rngState = (Math.imul(rngState, 1103515245) + 12345) >>> 0) / 4294967296);
+const random = () => (rngState = (Math.imul(rngState, 1103515245) + 12345) >>> 0) / 4294967296;
 const log = (line) => process.stderr.write(`${line}\n`);
 
 /** Starts the payment service and resolves its port and process. */
 function startPaymentService() {
-  const child = spawn(process.execPath, [path.join(here, 'payment-service.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(here, 'payment-service.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('payment service did not start within 10 s')), 10_000);
     child.stdout.once('data', (d) => {
@@ -60,7 +62,11 @@ async function stats(port) {
  * mid-write, mid-payment). Resolves how it ended.
  */
 function runAgent(storeSpec, port, kill) {
-  const child = spawn(process.execPath, [path.join(here, 'agent.mjs'), storeSpec, STREAM, String(SEED), String(ORDERS), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [path.join(here, 'agent.mjs'), storeSpec, STREAM, String(SEED), String(ORDERS), String(port)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
   let seen = 0;
   let killed = false;
@@ -82,7 +88,15 @@ function runAgent(storeSpec, port, kill) {
       const open = lines.find((l) => l.startsWith('open '))?.split(' ');
       const done = lines.find((l) => l.startsWith('done '));
       const acks = lines.filter((l) => l.startsWith('ack ')).length;
-      resolve({ code, signal, killed: killed && signal === 'SIGKILL', done: Boolean(done), acks, openSeq: open ? Number(open[1]) : undefined, openMs: open ? Number(open[2]) : undefined });
+      resolve({
+        code,
+        signal,
+        killed: killed && signal === 'SIGKILL',
+        done: Boolean(done),
+        acks,
+        openSeq: open ? Number(open[1]) : undefined,
+        openMs: open ? Number(open[2]) : undefined,
+      });
     });
   });
 }
@@ -97,7 +111,10 @@ async function storeFor(label) {
       endpoint: process.env.STATEFOLD_S3_ENDPOINT,
       region: process.env.STATEFOLD_S3_REGION ?? 'us-east-1',
       forcePathStyle: true,
-      credentials: { accessKeyId: process.env.STATEFOLD_S3_ACCESS_KEY_ID, secretAccessKey: process.env.STATEFOLD_S3_SECRET_ACCESS_KEY },
+      credentials: {
+        accessKeyId: process.env.STATEFOLD_S3_ACCESS_KEY_ID,
+        secretAccessKey: process.env.STATEFOLD_S3_SECRET_ACCESS_KEY,
+      },
     });
     return { spec: `s3:${prefix}`, store, where: `S3 bucket ${process.env.STATEFOLD_S3_BUCKET}/${prefix}` };
   }
@@ -111,7 +128,9 @@ const check = (name, ok, detail = '') => checks.push({ name, ok, detail });
 const services = [];
 const dirs = [];
 try {
-  log(`statefold demo: ${ORDERS} orders, ${ORDERS * 5} steps, up to ${KILLS} SIGKILLs, seed ${SEED}, store: ${useS3 ? 'S3' : 'file'}`);
+  log(
+    `statefold demo: ${ORDERS} orders, ${ORDERS * 5} steps, up to ${KILLS} SIGKILLs, seed ${SEED}, store: ${useS3 ? 'S3' : 'file'}`,
+  );
   const main = await startPaymentService();
   services.push(main.child);
   const live = await storeFor('killed');
@@ -123,12 +142,17 @@ try {
   // The agent acknowledges a step checkpoint every 3 steps: spread the kills over the run.
   const expectedAcks = Math.ceil((ORDERS * 5) / 3);
   for (let attempt = 0; attempt < KILLS + 20; attempt++) {
-    const kill = kills < KILLS ? { afterAcks: 1 + Math.floor(random() * (expectedAcks / (KILLS + 1))), delayMs: Math.floor(random() * 25) } : undefined;
+    const kill =
+      kills < KILLS
+        ? { afterAcks: 1 + Math.floor(random() * (expectedAcks / (KILLS + 1))), delayMs: Math.floor(random() * 25) }
+        : undefined;
     const run = await runAgent(live.spec, main.port, kill);
     runs.push(run);
     if (run.killed) {
       kills++;
-      log(`  SIGKILL ${kills}: ${kill.delayMs} ms after checkpoint ${kill.afterAcks} of that life (it had resumed from seq ${run.openSeq})`);
+      log(
+        `  SIGKILL ${kills}: ${kill.delayMs} ms after checkpoint ${kill.afterAcks} of that life (it had resumed from seq ${run.openSeq})`,
+      );
       continue;
     }
     if (run.done) break;
@@ -148,7 +172,11 @@ try {
   const finalKilled = await restore(live.store, STREAM);
   const finalRef = await restore(clean.store, STREAM);
   check('final state equals the uninterrupted run', isDeepStrictEqual(finalKilled.state, finalRef.state));
-  check('no effect left pending', finalKilled.effects.every((e) => e.status === 'done'), `${finalKilled.effects.length} effects recorded`);
+  check(
+    'no effect left pending',
+    finalKilled.effects.every((e) => e.status === 'done'),
+    `${finalKilled.effects.length} effects recorded`,
+  );
 
   const payments = await stats(main.port);
   const perOrder = new Map();
@@ -174,7 +202,10 @@ try {
   }
   check('every checkpoint restores', restoreMs.length === list.length);
   restoreMs.sort((a, b) => a - b);
-  const opens = runs.filter((r) => r.openMs !== undefined && r.openSeq > 0).map((r) => r.openMs).sort((a, b) => a - b);
+  const opens = runs
+    .filter((r) => r.openMs !== undefined && r.openSeq > 0)
+    .map((r) => r.openMs)
+    .sort((a, b) => a - b);
   const pct = (arr, p) => (arr.length ? arr[Math.min(arr.length - 1, Math.floor(p * arr.length))] : NaN);
   const kb = (n) => `${(n / 1024).toFixed(1)} KB`;
 

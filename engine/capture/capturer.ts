@@ -58,7 +58,8 @@ export abstract class Capturer {
 
   /** A capture of the last captured state, unchanged (no operations), for checkpoints that only carry effects. */
   unchanged(): Capture {
-    if (!this.#hasState) invalidState('$', 'no state yet (checkpoint a state before recording effects, or pass options.state)');
+    if (!this.#hasState)
+      invalidState('$', 'no state yet (checkpoint a state before recording effects, or pass options.state)');
     return { id: this.#nextId++, ops: [], state: this.#state, estimatedBytes: 0 };
   }
 
@@ -105,5 +106,9 @@ export abstract class Capturer {
 export function unreadable(err: unknown, walk: Walk): StatefoldError {
   if (err instanceof StatefoldError) return err;
   const path = walk.path();
-  return new StatefoldError('INVALID_STATE', `${path}: reading it threw (${describeCause(err)}); only plain data (no getters or Proxies that throw) can be checkpointed`, { path, cause: err });
+  return new StatefoldError(
+    'INVALID_STATE',
+    `${path}: reading it threw (${describeCause(err)}); only plain data (no getters or Proxies that throw) can be checkpointed`,
+    { path, cause: err },
+  );
 }

@@ -5,7 +5,16 @@
  */
 import { OP_ADD, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
-import { Kind, MAX_DEPTH, classify, copyTypedArray, invalidState, sameBytes, setOwn, type TypedArray } from '../value.js';
+import {
+  Kind,
+  MAX_DEPTH,
+  classify,
+  copyTypedArray,
+  invalidState,
+  sameBytes,
+  setOwn,
+  type TypedArray,
+} from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
 import { Walk, checkPrimitive, kindOfTree } from './walk.js';
 
@@ -132,7 +141,10 @@ function diffCopy(prev: unknown, next: unknown, walk: Walk): unknown {
     return copy;
   }
   walk.enter(next);
-  const result = kind === Kind.Array ? diffCopyArray(prev as unknown[], next as unknown[], walk) : diffCopyObject(prev as Record<string, unknown>, next as Record<string, unknown>, walk);
+  const result =
+    kind === Kind.Array
+      ? diffCopyArray(prev as unknown[], next as unknown[], walk)
+      : diffCopyObject(prev as Record<string, unknown>, next as Record<string, unknown>, walk);
   walk.leave();
   return result;
 }

@@ -201,7 +201,8 @@ export class ImmutableCapturer extends Capturer {
     }
     walk.enter(next);
     if (kind === Kind.Array) this.#diffImmutableArray(prev as unknown[], next as unknown[], walk, id, leafCopies);
-    else this.#diffImmutableObject(prev as Record<string, unknown>, next as Record<string, unknown>, walk, id, leafCopies);
+    else
+      this.#diffImmutableObject(prev as Record<string, unknown>, next as Record<string, unknown>, walk, id, leafCopies);
     walk.leave();
     // Everything below is now validated: adopt the node itself.
     if (!this.#isAdopted(next, walk)) {
@@ -210,7 +211,13 @@ export class ImmutableCapturer extends Capturer {
     }
   }
 
-  #diffImmutableObject(prev: Record<string, unknown>, next: Record<string, unknown>, walk: Walk, id: number, leafCopies: LeafCopy[]): void {
+  #diffImmutableObject(
+    prev: Record<string, unknown>,
+    next: Record<string, unknown>,
+    walk: Walk,
+    id: number,
+    leafCopies: LeafCopy[],
+  ): void {
     for (const key of Object.keys(prev)) {
       if (next[key] === undefined || !Object.prototype.hasOwnProperty.call(next, key)) walk.emit(OP_REMOVE, key);
     }

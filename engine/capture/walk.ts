@@ -18,7 +18,10 @@ export class Walk {
   readonly adopted = new Set<object>();
   readonly leafy = new Set<object>();
 
-  constructor(readonly root: string, readonly estimateSizes: boolean) {}
+  constructor(
+    readonly root: string,
+    readonly estimateSizes: boolean,
+  ) {}
 
   path(): string {
     let p = this.root;

@@ -44,8 +44,10 @@ export interface EffectRetention {
 }
 
 /** Defaults of EffectRetention. */
-export const DEFAULT_EFFECT_RETENTION: Required<EffectRetention> = Object.freeze({ keepForMs: 24 * 3_600_000, keepLast: 10_000 });
-
+export const DEFAULT_EFFECT_RETENTION: Required<EffectRetention> = Object.freeze({
+  keepForMs: 24 * 3_600_000,
+  keepLast: 10_000,
+});
 
 /** An immutable ledger: replaced, never changed, so a capture can hold it by reference. */
 export type Ledger = ReadonlyMap<string, EffectRecord>;
@@ -63,7 +65,12 @@ export function storeRecord(r: EffectRecord): StoredRecord {
 
 /** Decodes a stored record; throws when malformed. */
 export function loadRecord(token: string, s: StoredRecord): EffectRecord {
-  if (s === null || typeof s !== 'object' || (s.s !== 'pending' && s.s !== 'done' && s.s !== 'failed') || typeof s.t0 !== 'number') {
+  if (
+    s === null ||
+    typeof s !== 'object' ||
+    (s.s !== 'pending' && s.s !== 'done' && s.s !== 'failed') ||
+    typeof s.t0 !== 'number'
+  ) {
     throw new Error(`malformed effect record for token ${JSON.stringify(token)}`);
   }
   const r: EffectRecord = { token, status: s.s, startedAt: s.t0 };
@@ -106,7 +113,11 @@ export function expired(ledger: Ledger, retention: Required<EffectRetention>, no
 /** Throws INVALID_ARGUMENT unless `token` is a non-empty string of at most 1,024 characters. */
 export function assertToken(token: unknown, stream: string): asserts token is string {
   if (typeof token !== 'string' || token.length === 0 || token.length > 1024) {
-    throw new StatefoldError('INVALID_ARGUMENT', `effect on stream ${JSON.stringify(stream)}: token ${typeof token === 'string' ? JSON.stringify(token.slice(0, 40)) : typeof token} must be a non-empty string of at most 1,024 characters`, { stream });
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `effect on stream ${JSON.stringify(stream)}: token ${typeof token === 'string' ? JSON.stringify(token.slice(0, 40)) : typeof token} must be a non-empty string of at most 1,024 characters`,
+      { stream },
+    );
   }
 }
 
@@ -115,11 +126,19 @@ export function resolveEffectRetention(r: EffectRetention | undefined): Required
   if (r === undefined) return DEFAULT_EFFECT_RETENTION;
   const out = { ...DEFAULT_EFFECT_RETENTION };
   if (r.keepForMs !== undefined) {
-    if (typeof r.keepForMs !== 'number' || !(r.keepForMs >= 0)) throw new StatefoldError('INVALID_ARGUMENT', `effectRetention.keepForMs: ${String(r.keepForMs)} is not a non-negative number`);
+    if (typeof r.keepForMs !== 'number' || !(r.keepForMs >= 0))
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `effectRetention.keepForMs: ${String(r.keepForMs)} is not a non-negative number`,
+      );
     out.keepForMs = r.keepForMs;
   }
   if (r.keepLast !== undefined) {
-    if (!(Number.isSafeInteger(r.keepLast) && r.keepLast >= 0) && r.keepLast !== Infinity) throw new StatefoldError('INVALID_ARGUMENT', `effectRetention.keepLast: ${String(r.keepLast)} is not a non-negative integer`);
+    if (!(Number.isSafeInteger(r.keepLast) && r.keepLast >= 0) && r.keepLast !== Infinity)
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `effectRetention.keepLast: ${String(r.keepLast)} is not a non-negative integer`,
+      );
     out.keepLast = r.keepLast;
   }
   return out;

@@ -98,7 +98,12 @@ export class EffectRunner<S> {
     const stream = this.host.stream;
     try {
       assertToken(token, stream);
-      if (typeof fn !== 'function') throw new StatefoldError('INVALID_ARGUMENT', `effect ${JSON.stringify(token)} on stream ${JSON.stringify(stream)}: fn must be a function`, { stream });
+      if (typeof fn !== 'function')
+        throw new StatefoldError(
+          'INVALID_ARGUMENT',
+          `effect ${JSON.stringify(token)} on stream ${JSON.stringify(stream)}: fn must be a function`,
+          { stream },
+        );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -114,16 +119,29 @@ export class EffectRunner<S> {
     const where = `effect ${JSON.stringify(token)} on stream ${JSON.stringify(stream)}`;
     const record = this.#current(token);
     if (record?.status === 'done') {
-      if (record.error) throw new StatefoldError('INVALID_STATE', `${where}: done, but its result was not recorded: ${record.error.message}`, { stream });
+      if (record.error)
+        throw new StatefoldError(
+          'INVALID_STATE',
+          `${where}: done, but its result was not recorded: ${record.error.message}`,
+          { stream },
+        );
       return thaw(record.result) as T;
     }
     if (record?.status === 'failed') {
-      throw new StatefoldError('EFFECT_FAILED', `${where}: failed earlier (${record.error?.name ?? 'Error'}: ${record.error?.message ?? 'unknown'}); an effect runs at most once per token`, { stream });
+      throw new StatefoldError(
+        'EFFECT_FAILED',
+        `${where}: failed earlier (${record.error?.name ?? 'Error'}: ${record.error?.message ?? 'unknown'}); an effect runs at most once per token`,
+        { stream },
+      );
     }
     if (record?.status === 'pending') {
       const policy = (options.onPending ?? this.onPending) as PendingPolicy<T>;
       if (policy === 'throw') {
-        throw new StatefoldError('EFFECT_PENDING', `${where}: pending since ${new Date(record.startedAt).toISOString()}: its intent was recorded but not its outcome (did the process crash while it ran?); choose onPending 'retry' or a reconcile function`, { stream });
+        throw new StatefoldError(
+          'EFFECT_PENDING',
+          `${where}: pending since ${new Date(record.startedAt).toISOString()}: its intent was recorded but not its outcome (did the process crash while it ran?); choose onPending 'retry' or a reconcile function`,
+          { stream },
+        );
       }
       if (typeof policy === 'function') {
         const result = await policy(token, record);
@@ -165,12 +183,31 @@ export class EffectRunner<S> {
         record = { token, status: 'done', startedAt, settledAt };
         if (stored !== undefined) record.result = stored;
       } catch (err) {
-        encodeError = new StatefoldError('INVALID_STATE', `${where}: ran, but its result cannot be recorded: ${(err as Error).message}`, { stream, path: (err as StatefoldError).path, cause: err });
-        record = { token, status: 'done', startedAt, settledAt, error: { name: 'StatefoldError', code: 'INVALID_STATE', message: encodeError.message } };
+        encodeError = new StatefoldError(
+          'INVALID_STATE',
+          `${where}: ran, but its result cannot be recorded: ${(err as Error).message}`,
+          { stream, path: (err as StatefoldError).path, cause: err },
+        );
+        record = {
+          token,
+          status: 'done',
+          startedAt,
+          settledAt,
+          error: { name: 'StatefoldError', code: 'INVALID_STATE', message: encodeError.message },
+        };
       }
     } else {
       const e = outcome.error as { name?: unknown; message?: unknown; code?: unknown } | undefined;
-      record = { token, status: 'failed', startedAt, settledAt, error: { name: typeof e?.name === 'string' ? e.name : 'Error', message: typeof e?.message === 'string' ? e.message : String(outcome.error) } };
+      record = {
+        token,
+        status: 'failed',
+        startedAt,
+        settledAt,
+        error: {
+          name: typeof e?.name === 'string' ? e.name : 'Error',
+          message: typeof e?.message === 'string' ? e.message : String(outcome.error),
+        },
+      };
       if (typeof e?.code === 'string') record.error!.code = e.code;
     }
     this.#changes.set(token, record);

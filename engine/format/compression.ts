@@ -23,7 +23,8 @@ export const NONE: Compression = {
   name: 'none',
   compress: () => undefined,
   decompress: (stored) => stored,
-  checkLengths: (storedLength, rawLength) => (storedLength === rawLength ? undefined : 'uncompressed frame with two different lengths'),
+  checkLengths: (storedLength, rawLength) =>
+    storedLength === rawLength ? undefined : 'uncompressed frame with two different lengths',
 };
 
 /** An lz4 block; the frame stores the uncompressed length it needs. */
@@ -44,7 +45,9 @@ export const LZ4_BLOCK: Compression = {
     return out;
   },
   checkLengths: (storedLength, rawLength) =>
-    rawLength > storedLength * 255 + 64 ? `payload claims ${rawLength} bytes, more than ${storedLength} compressed bytes can hold` : undefined,
+    rawLength > storedLength * 255 + 64
+      ? `payload claims ${rawLength} bytes, more than ${storedLength} compressed bytes can hold`
+      : undefined,
 };
 
 /** Every compression a frame may name, by its stored byte. */

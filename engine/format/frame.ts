@@ -66,7 +66,11 @@ export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Arra
   const compression = compressed === undefined ? NONE : WRITE_COMPRESSION;
   const payload = compressed ?? raw;
   if (raw.byteLength > 0xffffffff || payload.byteLength > 0xffffffff) {
-    throw new StatefoldError('INVALID_STATE', `seq ${header.seq}: payload of ${raw.byteLength} bytes exceeds the 4 GiB frame limit`, { stream: header.stream, seq: header.seq });
+    throw new StatefoldError(
+      'INVALID_STATE',
+      `seq ${header.seq}: payload of ${raw.byteLength} bytes exceeds the 4 GiB frame limit`,
+      { stream: header.stream, seq: header.seq },
+    );
   }
   const total = FIXED + head.byteLength + payload.byteLength + TRAILER;
   const frame = Buffer.allocUnsafe(total);
@@ -98,22 +102,29 @@ export interface FrameOrigin {
  */
 export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: FrameLimits = DEFAULT_LIMITS): Frame {
   const fail = (why: string): never => {
-    throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): ${why}`, {
-      stream: origin.stream,
-      seq: origin.seq,
-      key: origin.key,
-    });
+    throw new StatefoldError(
+      'CORRUPT',
+      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): ${why}`,
+      {
+        stream: origin.stream,
+        seq: origin.seq,
+        key: origin.key,
+      },
+    );
   };
   const buf = asBuffer(bytes);
-  if (buf.byteLength < FIXED + TRAILER) fail(`object of ${buf.byteLength} bytes is too short to be a frame (truncated?)`);
+  if (buf.byteLength < FIXED + TRAILER)
+    fail(`object of ${buf.byteLength} bytes is too short to be a frame (truncated?)`);
   if (buf.readUInt32LE(0) !== MAGIC) fail('not a statefold frame (bad magic)');
   const version = buf[4]!;
-  if (version !== FORMAT_VERSION) fail(`frame format version ${version} is not supported by this statefold (reads version ${FORMAT_VERSION})`);
+  if (version !== FORMAT_VERSION)
+    fail(`frame format version ${version} is not supported by this statefold (reads version ${FORMAT_VERSION})`);
   const headLength = buf.readUInt32LE(8);
   const payloadLength = buf.readUInt32LE(12);
   const rawLength = buf.readUInt32LE(16);
   const expected = FIXED + headLength + payloadLength + TRAILER;
-  if (expected !== buf.byteLength) fail(`frame declares ${expected} bytes but the object has ${buf.byteLength} (truncated or extended)`);
+  if (expected !== buf.byteLength)
+    fail(`frame declares ${expected} bytes but the object has ${buf.byteLength} (truncated or extended)`);
   const crc = buf.readUInt32LE(buf.byteLength - TRAILER);
   if (crc32(buf.subarray(0, buf.byteLength - TRAILER)) !== crc) fail('checksum mismatch (damaged object)');
   const kind = CODE_KIND[buf[5]!];
@@ -123,19 +134,33 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   // Bounded reads: never allocate what a header claims beyond what the compression could expand to or the limit.
   const lengths = compression!.checkLengths(payloadLength, rawLength);
   if (lengths !== undefined) fail(lengths);
-  if (rawLength > limits.maxPayloadBytes) fail(`payload of ${rawLength} bytes exceeds the limit of ${limits.maxPayloadBytes}`);
+  if (rawLength > limits.maxPayloadBytes)
+    fail(`payload of ${rawLength} bytes exceeds the limit of ${limits.maxPayloadBytes}`);
   let header: FrameHeader;
   try {
     header = fromStoredHeader(decodeValue(buf.subarray(FIXED, FIXED + headLength)));
   } catch (err) {
     return fail(`unreadable header: ${(err as Error).message}`);
   }
-  if (header === null || typeof header !== 'object' || typeof header.stream !== 'string' || !Number.isSafeInteger(header.seq) || !Number.isSafeInteger(header.epoch) || typeof header.writer !== 'string' || typeof header.createdAt !== 'number') {
+  if (
+    header === null ||
+    typeof header !== 'object' ||
+    typeof header.stream !== 'string' ||
+    !Number.isSafeInteger(header.seq) ||
+    !Number.isSafeInteger(header.epoch) ||
+    typeof header.writer !== 'string' ||
+    typeof header.createdAt !== 'number'
+  ) {
     fail('malformed header');
   }
-  if (header.stream !== origin.stream) fail(`frame belongs to stream ${JSON.stringify(header.stream)} (copied in from another stream?)`);
+  if (header.stream !== origin.stream)
+    fail(`frame belongs to stream ${JSON.stringify(header.stream)} (copied in from another stream?)`);
   if (header.seq !== origin.seq) fail(`frame is seq ${header.seq}, not ${origin.seq} (copied in from another seq?)`);
-  if (kind === 'delta' && (!Number.isSafeInteger(header.baseSeq) || typeof header.parent !== 'number' || header.baseSeq! >= header.seq)) fail('delta frame without a valid base and parent');
+  if (
+    kind === 'delta' &&
+    (!Number.isSafeInteger(header.baseSeq) || typeof header.parent !== 'number' || header.baseSeq! >= header.seq)
+  )
+    fail('delta frame without a valid base and parent');
   if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
   return {
     kind: kind!,
@@ -154,12 +179,16 @@ export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
     const compression = COMPRESSIONS.get(frame.compression)!;
     return decodeValue(compression.decompress(frame.payload, frame.rawLength));
   } catch (err) {
-    throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`, {
-      stream: origin.stream,
-      seq: origin.seq,
-      key: origin.key,
-      cause: err,
-    });
+    throw new StatefoldError(
+      'CORRUPT',
+      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`,
+      {
+        stream: origin.stream,
+        seq: origin.seq,
+        key: origin.key,
+        cause: err,
+      },
+    );
   }
 }
 
@@ -169,7 +198,10 @@ export function decodeMeta(frame: Frame, origin: FrameOrigin): unknown {
   try {
     return decodeValue(frame.header.meta);
   } catch (err) {
-    throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable meta`, { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err });
+    throw new StatefoldError(
+      'CORRUPT',
+      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable meta`,
+      { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err },
+    );
   }
 }
-

@@ -19,7 +19,10 @@ const TAG_UTF16 = 4;
 
 /** A value msgpack cannot carry by itself, with its tag and plain data. */
 class Tagged {
-  constructor(readonly tag: number, readonly data: unknown) {}
+  constructor(
+    readonly tag: number,
+    readonly data: unknown,
+  ) {}
 }
 
 addExtension({
@@ -42,7 +45,8 @@ function fromTagged(raw: unknown): unknown {
       return typedArrayFromBytes(code, bytes);
     }
     case TAG_UTF16: {
-      if (!(data instanceof Uint8Array) || data.byteLength % 2 !== 0) throw new Error('tagged UTF-16 string is not an even number of bytes');
+      if (!(data instanceof Uint8Array) || data.byteLength % 2 !== 0)
+        throw new Error('tagged UTF-16 string is not an even number of bytes');
       return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf16le');
     }
     case TAG_ENTRIES: {
@@ -113,7 +117,10 @@ export function toWire(value: unknown, resolve?: LeafResolver): unknown {
     }
     const result = out ?? obj;
     if (!entries) return result;
-    return new Tagged(TAG_ENTRIES, Object.keys(result).map((k) => [k.isWellFormed() ? k : utf16(k), result[k]]));
+    return new Tagged(
+      TAG_ENTRIES,
+      Object.keys(result).map((k) => [k.isWellFormed() ? k : utf16(k), result[k]]),
+    );
   }
   if (kind === Kind.Date) {
     const date = (resolve ? resolve(value as Date) : value) as Date;

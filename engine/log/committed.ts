@@ -20,7 +20,12 @@ export interface CommittedView {
 }
 
 /** Reads the tail of a listed log to tell whether its last slot is committed. */
-export async function committedView(store: Store, log: LogListing, limits: FrameLimits, signal?: AbortSignal): Promise<CommittedView> {
+export async function committedView(
+  store: Store,
+  log: LogListing,
+  limits: FrameLimits,
+  signal?: AbortSignal,
+): Promise<CommittedView> {
   const tailSlot = log.slots[log.slots.length - 1];
   if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
   const tailFrame = await readFrame(store, log.keys, tailSlot.seq, tailKey(tailSlot), limits, signal);

@@ -17,13 +17,45 @@ export const DEFAULT_STORE_TIMEOUT_MS = 300_000;
 export function guardStore(store: Store, timeoutMs: number): Store {
   return {
     get: (key: string, options?: StoreOptions) =>
-      guarded('get', key, options, timeoutMs, () => store.get(key, options), (v) => v === undefined || v instanceof Uint8Array, 'a Uint8Array or undefined'),
+      guarded(
+        'get',
+        key,
+        options,
+        timeoutMs,
+        () => store.get(key, options),
+        (v) => v === undefined || v instanceof Uint8Array,
+        'a Uint8Array or undefined',
+      ),
     putIfAbsent: (key: string, body: Uint8Array, options?: StoreOptions) =>
-      guarded('putIfAbsent', key, options, timeoutMs, () => store.putIfAbsent(key, body, options), (v) => typeof v === 'boolean', 'a boolean'),
+      guarded(
+        'putIfAbsent',
+        key,
+        options,
+        timeoutMs,
+        () => store.putIfAbsent(key, body, options),
+        (v) => typeof v === 'boolean',
+        'a boolean',
+      ),
     list: (prefix: string, options?: ListOptions) =>
-      guarded('list', prefix, options, timeoutMs, () => store.list(prefix, options), (v) => Array.isArray(v) && v.every((k) => typeof k === 'string'), 'an array of strings'),
+      guarded(
+        'list',
+        prefix,
+        options,
+        timeoutMs,
+        () => store.list(prefix, options),
+        (v) => Array.isArray(v) && v.every((k) => typeof k === 'string'),
+        'an array of strings',
+      ),
     delete: (key: string, options?: StoreOptions) =>
-      guarded('delete', key, options, timeoutMs, () => store.delete(key, options), () => true, 'nothing'),
+      guarded(
+        'delete',
+        key,
+        options,
+        timeoutMs,
+        () => store.delete(key, options),
+        () => true,
+        'nothing',
+      ),
   };
 }
 
@@ -31,19 +63,40 @@ export function guardStore(store: Store, timeoutMs: number): Store {
 export function resolveStoreTimeout(value: unknown, op: string): number {
   if (value === undefined) return DEFAULT_STORE_TIMEOUT_MS;
   if (typeof value !== 'number' || !(value > 0)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `${op}: storeTimeoutMs ${String(value)} is not a positive number of milliseconds (or Infinity)`);
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `${op}: storeTimeoutMs ${String(value)} is not a positive number of milliseconds (or Infinity)`,
+    );
   }
   return value;
 }
 
-async function guarded<T>(op: string, key: string, options: StoreOptions | undefined, timeoutMs: number, call: () => Promise<T>, valid: (v: unknown) => boolean, expected: string): Promise<T> {
+async function guarded<T>(
+  op: string,
+  key: string,
+  options: StoreOptions | undefined,
+  timeoutMs: number,
+  call: () => Promise<T>,
+  valid: (v: unknown) => boolean,
+  expected: string,
+): Promise<T> {
   const signal = options?.signal;
   if (signal?.aborted) throw aborted(op, key, signal.reason);
   let timer: NodeJS.Timeout | undefined;
   try {
     const result = await new Promise<T>((resolve, reject) => {
       if (timeoutMs !== Infinity) {
-        timer = setTimeout(() => reject(new StatefoldError('TIMEOUT', `${op} ${key}: the store did not answer within ${timeoutMs} ms (storeTimeoutMs)`, { key })), timeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new StatefoldError(
+                'TIMEOUT',
+                `${op} ${key}: the store did not answer within ${timeoutMs} ms (storeTimeoutMs)`,
+                { key },
+              ),
+            ),
+          timeoutMs,
+        );
       }
       try {
         call().then(resolve, reject);
@@ -51,7 +104,12 @@ async function guarded<T>(op: string, key: string, options: StoreOptions | undef
         reject(err);
       }
     });
-    if (!valid(result)) throw new StatefoldError('STORAGE', `${op} ${key}: the store answered ${describeValue(result)}, not ${expected}`, { key });
+    if (!valid(result))
+      throw new StatefoldError(
+        'STORAGE',
+        `${op} ${key}: the store answered ${describeValue(result)}, not ${expected}`,
+        { key },
+      );
     return result;
   } catch (err) {
     if (signal?.aborted) throw aborted(op, key, signal.reason, err);
@@ -63,7 +121,11 @@ async function guarded<T>(op: string, key: string, options: StoreOptions | undef
 }
 
 function aborted(op: string, key: string, reason: unknown, failure?: unknown): StatefoldError {
-  return new StatefoldError('ABORTED', `${op} ${key}: aborted by the caller's signal${reason === undefined ? '' : ` (${describeCause(reason)})`}`, { key, cause: failure ?? reason });
+  return new StatefoldError(
+    'ABORTED',
+    `${op} ${key}: aborted by the caller's signal${reason === undefined ? '' : ` (${describeCause(reason)})`}`,
+    { key, cause: failure ?? reason },
+  );
 }
 
 function describeValue(v: unknown): string {

@@ -12,11 +12,19 @@ export function assertStreamId(stream: unknown): asserts stream is string {
     throw new StatefoldError('INVALID_ARGUMENT', `stream id ${describe(stream)}: must be a non-empty string`);
   }
   if (!stream.isWellFormed()) {
-    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${JSON.stringify(stream)}: contains a lone surrogate, which has no UTF-8 form`, { stream });
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `stream id ${JSON.stringify(stream)}: contains a lone surrogate, which has no UTF-8 form`,
+      { stream },
+    );
   }
   const size = Buffer.byteLength(stream, 'utf8');
   if (size > MAX_STREAM_ID_BYTES) {
-    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${JSON.stringify(stream.slice(0, 40))}...: ${size} UTF-8 bytes, more than ${MAX_STREAM_ID_BYTES}`, { stream });
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `stream id ${JSON.stringify(stream.slice(0, 40))}...: ${size} UTF-8 bytes, more than ${MAX_STREAM_ID_BYTES}`,
+      { stream },
+    );
   }
 }
 
@@ -103,7 +111,6 @@ export class StreamKeys {
     return { seq, afterEpoch };
   }
 }
-
 
 function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);

@@ -17,10 +17,21 @@ export function vanished(err: unknown): boolean {
 }
 
 /** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
-export async function readFrame(store: Store, keys: StreamKeys, seq: number, key: string, limits: FrameLimits, signal?: AbortSignal): Promise<Frame> {
+export async function readFrame(
+  store: Store,
+  keys: StreamKeys,
+  seq: number,
+  key: string,
+  limits: FrameLimits,
+  signal?: AbortSignal,
+): Promise<Frame> {
   const bytes = await store.get(key, signal ? { signal } : undefined);
   if (bytes === undefined) {
-    const err = new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`, { stream: keys.stream, seq, key });
+    const err = new StatefoldError(
+      'NOT_FOUND',
+      `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`,
+      { stream: keys.stream, seq, key },
+    );
     Object.defineProperty(err, VANISHED, { value: true });
     throw err;
   }
@@ -28,7 +39,11 @@ export async function readFrame(store: Store, keys: StreamKeys, seq: number, key
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, keeping order in the result. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   let failed: unknown;
@@ -62,7 +77,11 @@ export async function relistOnVanish<T>(read: () => Promise<T>): Promise<T> {
       if (attempt >= attempts) {
         // Not NOT_FOUND: the stream exists, and a caller must not take it for a new one.
         const e = err as StatefoldError;
-        throw new StatefoldError('STORAGE', `${e.message}; retention deleted what ${attempts} listings in a row named before it could be read: the stream is trimmed faster than it can be read (keep more history, or retry)`, { stream: e.stream, seq: e.seq, key: e.key, cause: err });
+        throw new StatefoldError(
+          'STORAGE',
+          `${e.message}; retention deleted what ${attempts} listings in a row named before it could be read: the stream is trimmed faster than it can be read (keep more history, or retry)`,
+          { stream: e.stream, seq: e.seq, key: e.key, cause: err },
+        );
       }
     }
   }

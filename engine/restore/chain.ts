@@ -38,7 +38,13 @@ export interface ChainOptions {
 }
 
 /** Reads, verifies and folds the chain of `seq` (or of the newest committed checkpoint) from a committed view. */
-export async function readChain<S>(store: Store, view: CommittedView, seq: number | undefined, limits: FrameLimits, options: ChainOptions = {}): Promise<ReadChain<S>> {
+export async function readChain<S>(
+  store: Store,
+  view: CommittedView,
+  seq: number | undefined,
+  limits: FrameLimits,
+  options: ChainOptions = {},
+): Promise<ReadChain<S>> {
   const keys = view.log.keys;
   const stream = keys.stream;
   const slots = view.slots;
@@ -49,22 +55,38 @@ export async function readChain<S>(store: Store, view: CommittedView, seq: numbe
   const target = seq ?? newest.seq;
   const oldest = slots[0]!.seq;
   if (target > newest.seq) {
-    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)} seq ${target}: beyond the newest checkpoint, ${newest.seq}`, { stream, seq: target });
+    throw new StatefoldError(
+      'NOT_FOUND',
+      `stream ${JSON.stringify(stream)} seq ${target}: beyond the newest checkpoint, ${newest.seq}`,
+      { stream, seq: target },
+    );
   }
   if (target < oldest) {
-    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)} seq ${target}: removed by retention (the oldest retained checkpoint is ${oldest})`, { stream, seq: target });
+    throw new StatefoldError(
+      'NOT_FOUND',
+      `stream ${JSON.stringify(stream)} seq ${target}: removed by retention (the oldest retained checkpoint is ${oldest})`,
+      { stream, seq: target },
+    );
   }
   const bySeq = new Map(slots.map((s) => [s.seq, s]));
   const frameAt = async (s: number): Promise<Frame> => {
     const slot = bySeq.get(s);
     if (slot === undefined) {
-      throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${s}: missing from the log (a gap in the chain to seq ${target})`, { stream, seq: s, key: keys.slot(s) });
+      throw new StatefoldError(
+        'CORRUPT',
+        `stream ${JSON.stringify(stream)} seq ${s}: missing from the log (a gap in the chain to seq ${target})`,
+        { stream, seq: s, key: keys.slot(s) },
+      );
     }
     if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
     return readFrame(store, keys, s, tailKey(slot), limits, options.signal);
   };
   if (!bySeq.has(target)) {
-    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)} seq ${target}: not in the log (removed by retention)`, { stream, seq: target });
+    throw new StatefoldError(
+      'NOT_FOUND',
+      `stream ${JSON.stringify(stream)} seq ${target}: not in the log (removed by retention)`,
+      { stream, seq: target },
+    );
   }
   const last = await frameAt(target);
   const lastKey = tailKey(bySeq.get(target)!);
@@ -80,11 +102,14 @@ export async function readChain<S>(store: Store, view: CommittedView, seq: numbe
     const frame = frames[i]!;
     const key = tailKey(bySeq.get(s)!);
     const k = checkpointKind(frame, keys, s, key);
-    if (i === 0 && k !== 'base') throw corrupt(stream, s, key, `expected the base of seq ${target}'s chain, found a ${k}`);
+    if (i === 0 && k !== 'base')
+      throw corrupt(stream, s, key, `expected the base of seq ${target}'s chain, found a ${k}`);
     if (i > 0) {
       if (k !== 'delta') throw corrupt(stream, s, key, `expected a delta in the chain of seq ${target}, found a ${k}`);
-      if (frame.header.baseSeq !== baseSeq) throw corrupt(stream, s, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${baseSeq}`);
-      if (frame.header.parent !== frames[i - 1]!.crc) throw corrupt(stream, s, key, `delta does not apply to the stored seq ${s - 1} (parent checksum differs)`);
+      if (frame.header.baseSeq !== baseSeq)
+        throw corrupt(stream, s, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${baseSeq}`);
+      if (frame.header.parent !== frames[i - 1]!.crc)
+        throw corrupt(stream, s, key, `delta does not apply to the stored seq ${s - 1} (parent checksum differs)`);
     }
   }
   const baseKey = tailKey(bySeq.get(baseSeq)!);
@@ -138,10 +163,21 @@ export function applyLedger(frame: Frame, keys: StreamKeys, seq: number, key: st
 /** A checkpoint frame's kind; CORRUPT for a fence where a checkpoint belongs. */
 export function checkpointKind(frame: Frame, keys: StreamKeys, seq: number, key: string): 'base' | 'delta' {
   const kind: FrameKind = frame.kind;
-  if (kind === 'fence') throw corrupt(keys.stream, seq, key, 'a fence where a checkpoint belongs (the slot was never committed, yet later seqs exist)');
+  if (kind === 'fence')
+    throw corrupt(
+      keys.stream,
+      seq,
+      key,
+      'a fence where a checkpoint belongs (the slot was never committed, yet later seqs exist)',
+    );
   return kind;
 }
 
 function corrupt(stream: string, seq: number, key: string, why: string, cause?: unknown): StatefoldError {
-  return new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${why}`, { stream, seq, key, cause });
+  return new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${why}`, {
+    stream,
+    seq,
+    key,
+    cause,
+  });
 }

@@ -35,14 +35,16 @@ export function applyOps(root: unknown, ops: readonly Op[]): unknown {
         if (index === node.length) node.push(value);
         else node.splice(index, 0, value);
       } else if (code === OP_REMOVE || code === OP_REPLACE) {
-        if (index >= node.length) throw new PatchMismatch(`${code === OP_REMOVE ? 'remove' : 'replace'} at ${pointer} past the end`);
+        if (index >= node.length)
+          throw new PatchMismatch(`${code === OP_REMOVE ? 'remove' : 'replace'} at ${pointer} past the end`);
         if (code === OP_REMOVE) node.splice(index, 1);
         else node[index] = value;
       } else throw new PatchMismatch(`unknown operation ${String(code)}`);
     } else if (isObject(node)) {
       if (code === OP_ADD) setOwn(node, last, value);
       else if (code === OP_REPLACE || code === OP_REMOVE) {
-        if (!hasOwn(node, last)) throw new PatchMismatch(`${code === OP_REMOVE ? 'remove' : 'replace'} of missing ${pointer}`);
+        if (!hasOwn(node, last))
+          throw new PatchMismatch(`${code === OP_REMOVE ? 'remove' : 'replace'} of missing ${pointer}`);
         if (code === OP_REMOVE) delete node[last];
         else setOwn(node, last, value);
       } else throw new PatchMismatch(`unknown operation ${String(code)}`);
@@ -68,6 +70,7 @@ function child(node: unknown, key: string, pointer: string): unknown {
 }
 
 function arrayIndex(token: string, pointer: string): number {
-  if (!/^(0|[1-9][0-9]*)$/.test(token)) throw new PatchMismatch(`${pointer}: ${JSON.stringify(token)} is not an array index`);
+  if (!/^(0|[1-9][0-9]*)$/.test(token))
+    throw new PatchMismatch(`${pointer}: ${JSON.stringify(token)} is not an array index`);
   return Number(token);
 }

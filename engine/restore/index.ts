@@ -18,7 +18,11 @@ export { listCheckpoints } from './list.js';
 export type { CheckpointEntry, ListCheckpointsOptions, Restored, RestoreOptions } from './types.js';
 
 /** Restores the state of a stream's newest committed checkpoint, or of `options.seq`. */
-export async function restore<S = unknown>(store: Store, stream: string, options: RestoreOptions = {}): Promise<Restored<S>> {
+export async function restore<S = unknown>(
+  store: Store,
+  stream: string,
+  options: RestoreOptions = {},
+): Promise<Restored<S>> {
   assertStore(store, 'restore');
   options = assertOptions(options, 'restore');
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restore'));

@@ -13,7 +13,11 @@ import { applyLedger, checkpointKind } from './chain.js';
 import type { CheckpointEntry, ListCheckpointsOptions } from './types.js';
 
 /** Lists the retained committed checkpoints of a stream, ascending by seq (empty for an unknown stream). */
-export async function listCheckpoints(store: Store, stream: string, options: ListCheckpointsOptions = {}): Promise<CheckpointEntry[]> {
+export async function listCheckpoints(
+  store: Store,
+  stream: string,
+  options: ListCheckpointsOptions = {},
+): Promise<CheckpointEntry[]> {
   assertStore(store, 'listCheckpoints');
   options = assertOptions(options, 'listCheckpoints');
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listCheckpoints'));
@@ -22,14 +26,22 @@ export async function listCheckpoints(store: Store, stream: string, options: Lis
   return relistOnVanish(() => listFrom(store, keys, limits, options));
 }
 
-async function listFrom(store: Store, keys: StreamKeys, limits: FrameLimits, options: ListCheckpointsOptions): Promise<CheckpointEntry[]> {
+async function listFrom(
+  store: Store,
+  keys: StreamKeys,
+  limits: FrameLimits,
+  options: ListCheckpointsOptions,
+): Promise<CheckpointEntry[]> {
   const stream = keys.stream;
   const log = await listLog(store, keys, options.signal);
   const view = await committedView(store, log, limits, options.signal);
   const slots = view.slots;
   return mapLimit(slots, options.concurrency ?? 16, async (slot) => {
     const key = tailKey(slot);
-    const frame = slot === view.tailSlot && view.tailFrame ? view.tailFrame : await readFrame(store, keys, slot.seq, key, limits, options.signal);
+    const frame =
+      slot === view.tailSlot && view.tailFrame
+        ? view.tailFrame
+        : await readFrame(store, keys, slot.seq, key, limits, options.signal);
     const kind = checkpointKind(frame, keys, slot.seq, key);
     return {
       seq: slot.seq,

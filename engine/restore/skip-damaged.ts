@@ -12,7 +12,13 @@ import { readChain } from './chain.js';
 import type { Restored, RestoreOptions } from './types.js';
 
 /** Restores the newest intact checkpoint at or before `seq`, passing over damaged ones. */
-export async function restoreIntact<S>(store: Store, log: LogListing, seq: number | undefined, limits: FrameLimits, options: RestoreOptions): Promise<Restored<S>> {
+export async function restoreIntact<S>(
+  store: Store,
+  log: LogListing,
+  seq: number | undefined,
+  limits: FrameLimits,
+  options: RestoreOptions,
+): Promise<Restored<S>> {
   const damage: StatefoldError[] = [];
   let view: CommittedView;
   try {
@@ -45,5 +51,9 @@ export async function restoreIntact<S>(store: Store, log: LogListing, seq: numbe
     }
   }
   const stream = log.keys.stream;
-  throw new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)}: no intact checkpoint at or before seq ${asked} (${damage.length} damaged object(s): ${damage.map((d) => d.message).join('; ')})`, { stream, cause: damage[0] });
+  throw new StatefoldError(
+    'CORRUPT',
+    `stream ${JSON.stringify(stream)}: no intact checkpoint at or before seq ${asked} (${damage.length} damaged object(s): ${damage.map((d) => d.message).join('; ')})`,
+    { stream, cause: damage[0] },
+  );
 }

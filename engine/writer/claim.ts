@@ -57,11 +57,17 @@ export async function claimStream(store: Store, keys: StreamKeys, limits: FrameL
     const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
     // The next free key: the first slot after a committed tail, or the key after a fence.
     const nextSeq = tail === undefined ? 1 : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
-    const nextKey = tail === undefined ? keys.slot(1) : tail.kind === 'fence' ? keys.afterFence(nextSeq, tail.header.epoch) : keys.slot(nextSeq);
+    const nextKey =
+      tail === undefined
+        ? keys.slot(1)
+        : tail.kind === 'fence'
+          ? keys.afterFence(nextSeq, tail.header.epoch)
+          : keys.slot(nextSeq);
     let lostTo = await putFence(store, keys, id, nextSeq, nextKey, limits);
     if (lostTo === 'won') {
       // Slots below a fence that was the tail may have been left unfilled by a claim that crashed.
-      const settled = tail?.kind === 'fence' && view.slots.length > 0 ? await fillBelow(store, keys, id, nextSeq, limits) : view;
+      const settled =
+        tail?.kind === 'fence' && view.slots.length > 0 ? await fillBelow(store, keys, id, nextSeq, limits) : view;
       return { epoch: id.epoch, writer, view: settled, nextKey: keys.afterFence(nextSeq, id.epoch) };
     }
     // Lost the next key to a commit: a writer is committing, perhaps as fast as it can. Jump ahead
@@ -71,12 +77,21 @@ export async function claimStream(store: Store, keys: StreamKeys, limits: FrameL
       const target = from + jump;
       lostTo = await putFence(store, keys, id, target, keys.slot(target), limits);
       if (lostTo === 'won') {
-        return { epoch: id.epoch, writer, view: await fillBelow(store, keys, id, target, limits), nextKey: keys.afterFence(target, id.epoch) };
+        return {
+          epoch: id.epoch,
+          writer,
+          view: await fillBelow(store, keys, id, target, limits),
+          nextKey: keys.afterFence(target, id.epoch),
+        };
       }
     }
     await sleep(Math.min(50, 2 ** attempt) * Math.random());
   }
-  throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_CLAIM_ATTEMPTS} attempts (other engines keep opening or committing)`, { stream: keys.stream });
+  throw new StatefoldError(
+    'STORAGE',
+    `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_CLAIM_ATTEMPTS} attempts (other engines keep opening or committing)`,
+    { stream: keys.stream },
+  );
 }
 
 /**
@@ -89,8 +104,19 @@ function viewBelow(log: LogListing, fenceSeq: number): CommittedView {
 }
 
 /** Writes this claim's fence into slot `seq` at `key`: 'won', or what holds the key instead. */
-async function putFence(store: Store, keys: StreamKeys, id: Identity, seq: number, key: string, limits: FrameLimits): Promise<'won' | 'checkpoint' | 'fence' | 'nothing'> {
-  const fence = encodeFrame('fence', { stream: keys.stream, seq, epoch: id.epoch, writer: id.writer, createdAt: Date.now() }, new Uint8Array(0));
+async function putFence(
+  store: Store,
+  keys: StreamKeys,
+  id: Identity,
+  seq: number,
+  key: string,
+  limits: FrameLimits,
+): Promise<'won' | 'checkpoint' | 'fence' | 'nothing'> {
+  const fence = encodeFrame(
+    'fence',
+    { stream: keys.stream, seq, epoch: id.epoch, writer: id.writer, createdAt: Date.now() },
+    new Uint8Array(0),
+  );
   const there = await createOrRecognise(store, key, fence, keys.stream, seq);
   if (there === 'ours') return 'won';
   if (there === undefined) return 'nothing';
@@ -102,7 +128,13 @@ async function putFence(store: Store, keys: StreamKeys, id: Identity, seq: numbe
  * it, then fills each slot above that one which nobody committed with a filler. Returns the
  * committed log below the fence.
  */
-async function fillBelow(store: Store, keys: StreamKeys, id: Identity, fenceSeq: number, limits: FrameLimits): Promise<CommittedView> {
+async function fillBelow(
+  store: Store,
+  keys: StreamKeys,
+  id: Identity,
+  fenceSeq: number,
+  limits: FrameLimits,
+): Promise<CommittedView> {
   const log = await listLog(store, keys);
   const listed = new Map(log.slots.map((s) => [s.seq, s]));
   // Below the newest committed checkpoint every slot is committed (each commit and each filler
@@ -112,7 +144,11 @@ async function fillBelow(store: Store, keys: StreamKeys, id: Identity, fenceSeq:
   for (let s = fenceSeq - 1; s >= log.floor && prev === undefined; s--) {
     const slot = listed.get(s);
     if (slot !== undefined) {
-      const frame = decodeFrame(await readKey(store, keys, s, tailKey(slot)), { stream: keys.stream, key: tailKey(slot), seq: s }, limits);
+      const frame = decodeFrame(
+        await readKey(store, keys, s, tailKey(slot)),
+        { stream: keys.stream, key: tailKey(slot), seq: s },
+        limits,
+      );
       if (frame.kind !== 'fence') {
         prev = frame;
         break;
@@ -122,14 +158,25 @@ async function fillBelow(store: Store, keys: StreamKeys, id: Identity, fenceSeq:
   }
   if (start >= fenceSeq) return viewBelow(log, fenceSeq);
   if (prev === undefined) {
-    throw new StatefoldError('CORRUPT', `open stream ${JSON.stringify(keys.stream)}: slots ${start} to ${fenceSeq - 1} hold no checkpoint and none is committed below them`, { stream: keys.stream, seq: start });
+    throw new StatefoldError(
+      'CORRUPT',
+      `open stream ${JSON.stringify(keys.stream)}: slots ${start} to ${fenceSeq - 1} hold no checkpoint and none is committed below them`,
+      { stream: keys.stream, seq: start },
+    );
   }
   for (let s = start; s < fenceSeq; s++) prev = await settleSlot(store, keys, id, s, prev, limits);
   return viewBelow(await listLog(store, keys), fenceSeq);
 }
 
 /** Returns the checkpoint that decides slot `seq`, writing a filler on `prev` at the slot's first free key when there is none. */
-async function settleSlot(store: Store, keys: StreamKeys, id: Identity, seq: number, prev: Frame, limits: FrameLimits): Promise<Frame> {
+async function settleSlot(
+  store: Store,
+  keys: StreamKeys,
+  id: Identity,
+  seq: number,
+  prev: Frame,
+  limits: FrameLimits,
+): Promise<Frame> {
   let key = keys.slot(seq);
   for (let i = 0; i < MAX_KEYS_PER_SLOT; i++) {
     const there = await store.get(key).catch((err: unknown) => {
@@ -137,14 +184,19 @@ async function settleSlot(store: Store, keys: StreamKeys, id: Identity, seq: num
     });
     if (there === undefined) {
       const filler = fillerFrame(id, seq, prev);
-      if ((await createOrRecognise(store, key, filler, keys.stream, seq)) === 'ours') return decodeFrame(filler, { stream: keys.stream, key, seq }, limits);
+      if ((await createOrRecognise(store, key, filler, keys.stream, seq)) === 'ours')
+        return decodeFrame(filler, { stream: keys.stream, key, seq }, limits);
       continue; // taken meanwhile (by the old writer's commit): read what is there
     }
     const frame = decodeFrame(there, { stream: keys.stream, key, seq }, limits);
     if (frame.kind !== 'fence') return frame;
     key = keys.afterFence(seq, frame.header.epoch);
   }
-  throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)} seq ${seq}: more than ${MAX_KEYS_PER_SLOT} fences in one slot`, { stream: keys.stream, seq });
+  throw new StatefoldError(
+    'STORAGE',
+    `open stream ${JSON.stringify(keys.stream)} seq ${seq}: more than ${MAX_KEYS_PER_SLOT} fences in one slot`,
+    { stream: keys.stream, seq },
+  );
 }
 
 /** A checkpoint of seq `seq` equal to `prev`: a delta with no operations, carrying `prev`'s meta. */
@@ -171,7 +223,11 @@ async function readKey(store: Store, keys: StreamKeys, seq: number, key: string)
     throw wrapStorage(err, keys.stream, seq, key, 'open (filling the slots below its fence)');
   }
   if (bytes === undefined) {
-    throw new StatefoldError('STORAGE', `open stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): listed, then gone (removed by retention?); open again`, { stream: keys.stream, seq, key });
+    throw new StatefoldError(
+      'STORAGE',
+      `open stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): listed, then gone (removed by retention?); open again`,
+      { stream: keys.stream, seq, key },
+    );
   }
   return bytes;
 }
@@ -181,7 +237,13 @@ async function readKey(store: Store, keys: StreamKeys, seq: number, key: string)
  * the bytes another engine put there (undefined when none can be read: a lost race to a write that
  * then failed, S3's 409; the caller tries again).
  */
-async function createOrRecognise(store: Store, key: string, frame: Uint8Array, stream: string, seq: number): Promise<'ours' | Uint8Array | undefined> {
+async function createOrRecognise(
+  store: Store,
+  key: string,
+  frame: Uint8Array,
+  stream: string,
+  seq: number,
+): Promise<'ours' | Uint8Array | undefined> {
   try {
     if (await store.putIfAbsent(key, frame)) return 'ours';
   } catch (err) {

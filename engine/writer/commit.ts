@@ -55,7 +55,11 @@ export class SlotWriter {
       // "Exists" yet nothing to read: a conditional write that lost a race to a write that then
       // failed (S3's 409 ConditionalRequestConflict). The key may be free again: try again.
       if (attempt >= 4) {
-        throw new StatefoldError('STORAGE', `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): the store keeps reporting the key exists but it cannot be read`, { stream, seq, key });
+        throw new StatefoldError(
+          'STORAGE',
+          `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): the store keeps reporting the key exists but it cannot be read`,
+          { stream, seq, key },
+        );
       }
       await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
     }
@@ -83,7 +87,11 @@ export class SlotWriter {
     const floors = newer ? [] : await this.store.list(keys.floors);
     if (!newer && !floors.some((k) => (keys.parseFloor(k) ?? 0) > seq)) return;
     await this.store.delete(key).catch(() => undefined);
-    throw new StatefoldError('FENCED', `commit stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): the stream has moved past this engine (newer seqs exist, and this seq's earlier copy was deleted by retention); this engine may no longer write`, { stream: keys.stream, seq, key });
+    throw new StatefoldError(
+      'FENCED',
+      `commit stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): the stream has moved past this engine (newer seqs exist, and this seq's earlier copy was deleted by retention); this engine may no longer write`,
+      { stream: keys.stream, seq, key },
+    );
   }
 }
 
@@ -95,7 +103,11 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 /** A store failure during `op` as a STORAGE error naming stream, seq and key; other StatefoldErrors pass through. */
 export function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {
   if (isStatefoldError(err) && err.code !== 'STORAGE') return err;
-  return new StatefoldError('STORAGE', `${op} stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${describeCause(err)}`, { stream, seq, key, cause: err });
+  return new StatefoldError(
+    'STORAGE',
+    `${op} stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${describeCause(err)}`,
+    { stream, seq, key, cause: err },
+  );
 }
 
 /** Resolves after `ms` milliseconds. */

@@ -63,7 +63,15 @@ export interface Head {
 }
 
 /** The head of a stream with no checkpoint. */
-export const EMPTY_HEAD: Head = Object.freeze({ seq: 0, crc: 0, state: undefined, meta: undefined, baseSeq: 0, baseBytes: 0, deltaBytes: 0 });
+export const EMPTY_HEAD: Head = Object.freeze({
+  seq: 0,
+  crc: 0,
+  state: undefined,
+  meta: undefined,
+  baseSeq: 0,
+  baseBytes: 0,
+  deltaBytes: 0,
+});
 
 /** Commits tasks in order; remembers the head, and whether this engine has been fenced. */
 export class CommitQueue {
@@ -153,14 +161,22 @@ export class CommitQueue {
       const seq = c.seq + 1;
       const resolver = this.capturer.resolverFor(task.capture.id);
       const header = (kind: FrameKind): FrameHeader => {
-        const h: FrameHeader = { stream, seq, epoch: this.identity.epoch, writer: this.identity.writer, createdAt: task.createdAt, baseSeq: kind === 'base' ? seq : c.baseSeq };
+        const h: FrameHeader = {
+          stream,
+          seq,
+          epoch: this.identity.epoch,
+          writer: this.identity.writer,
+          createdAt: task.createdAt,
+          baseSeq: kind === 'base' ? seq : c.baseSeq,
+        };
         if (kind === 'delta') h.parent = c.crc;
         if (task.meta !== undefined) h.meta = task.meta;
         const entries = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
         if (entries.length > 0) h.ledger = entries;
         return h;
       };
-      let kind: FrameKind = this.#needBase || c.state === undefined || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
+      let kind: FrameKind =
+        this.#needBase || c.state === undefined || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
       let frame: Uint8Array | undefined;
       if (kind === 'delta') {
         frame = encodeFrame('delta', header('delta'), encodeValue(task.capture.ops, resolver));
@@ -185,7 +201,15 @@ export class CommitQueue {
         this.#nextKey = this.keys.slot(seq + 1);
         this.#needBase = false;
         if (kind === 'base') this.onBase();
-        return { seq, kind, bytes: frame.byteLength, ops: task.capture.ops.length, base: kind === 'base' ? seq : c.baseSeq, createdAt: task.createdAt, key };
+        return {
+          seq,
+          kind,
+          bytes: frame.byteLength,
+          ops: task.capture.ops.length,
+          base: kind === 'base' ? seq : c.baseSeq,
+          createdAt: task.createdAt,
+          key,
+        };
       }
       // An earlier write of ours, reported failed, had landed after all: it is seq `seq`.
       // Rebuild its state from the frame, so that engine.state and engine.seq stay one checkpoint.
@@ -193,8 +217,17 @@ export class CommitQueue {
       const origin = { stream, key, seq };
       let state: unknown;
       if (landed.kind === 'base') state = decodePayload(landed, origin);
-      else if (c.state !== undefined && landed.header.parent === c.crc) state = applyOps(thaw(c.state), decodePayload(landed, origin) as Op[]);
-      this.#head = { seq, crc: landed.crc, state, meta: landed.header.meta, baseSeq: landed.header.baseSeq!, baseBytes: 0, deltaBytes: 0 };
+      else if (c.state !== undefined && landed.header.parent === c.crc)
+        state = applyOps(thaw(c.state), decodePayload(landed, origin) as Op[]);
+      this.#head = {
+        seq,
+        crc: landed.crc,
+        state,
+        meta: landed.header.meta,
+        baseSeq: landed.header.baseSeq!,
+        baseBytes: 0,
+        deltaBytes: 0,
+      };
       this.#nextKey = this.keys.slot(seq + 1);
       this.#needBase = true;
     }

@@ -26,16 +26,24 @@ export class RetentionRunner {
     if (this.retention === undefined || this.#running) return;
     const run = this.run(this.retention);
     this.#running = run;
-    run.then(
-      () => (this.#error = undefined),
-      (err: unknown) => (this.#error = err),
-    ).finally(() => (this.#running = undefined));
+    run
+      .then(
+        () => (this.#error = undefined),
+        (err: unknown) => (this.#error = err),
+      )
+      .finally(() => (this.#running = undefined));
   }
 
   /** Runs gc now with `retention`, or the one set at open. */
   run(retention: Retention | undefined = this.retention): Promise<GcReport> {
     if (retention === undefined) {
-      return Promise.reject(new StatefoldError('INVALID_ARGUMENT', `gc stream ${JSON.stringify(this.stream)}: no retention given and none set at open`, { stream: this.stream }));
+      return Promise.reject(
+        new StatefoldError(
+          'INVALID_ARGUMENT',
+          `gc stream ${JSON.stringify(this.stream)}: no retention given and none set at open`,
+          { stream: this.stream },
+        ),
+      );
     }
     // The store is already behind the engine's error boundary: no second timeout.
     return gc(this.store, this.stream, retention, { limits: this.limits, storeTimeoutMs: Infinity });

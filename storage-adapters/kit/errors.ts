@@ -9,7 +9,10 @@ export function storageError(op: string, key: string, cause: unknown): Statefold
 /** The ABORTED error of an operation the caller's signal cancelled, with the signal's reason as cause. */
 export function abortedError(op: string, key: string, reason: unknown): StatefoldError {
   const cause = reason ?? new Error('aborted');
-  return new StatefoldError('ABORTED', `${op} ${key}: aborted by the caller's signal (${describeCause(cause)})`, { key, cause });
+  return new StatefoldError('ABORTED', `${op} ${key}: aborted by the caller's signal (${describeCause(cause)})`, {
+    key,
+    cause,
+  });
 }
 
 /** Throws ABORTED, with the signal's reason as cause, when `signal` is aborted. */

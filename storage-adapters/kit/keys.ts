@@ -20,13 +20,19 @@ export function isValidPrefix(prefix: string): boolean {
 /** Rejects a malformed key before any store touches storage. */
 export function assertKey(op: string, key: string): void {
   if (!isValidKey(key)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `${op} ${JSON.stringify(key)}: not a valid store key ('/'-separated segments of [A-Za-z0-9._~-], at most 1,024 bytes)`, { key });
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `${op} ${JSON.stringify(key)}: not a valid store key ('/'-separated segments of [A-Za-z0-9._~-], at most 1,024 bytes)`,
+      { key },
+    );
   }
 }
 
 /** Rejects a malformed list prefix. */
 export function assertPrefix(prefix: string): void {
   if (!isValidPrefix(prefix)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `list ${JSON.stringify(prefix)}: not a valid key prefix`, { key: prefix });
+    throw new StatefoldError('INVALID_ARGUMENT', `list ${JSON.stringify(prefix)}: not a valid key prefix`, {
+      key: prefix,
+    });
   }
 }

@@ -49,7 +49,9 @@ export async function retry<T>(
     } catch (err) {
       if (err instanceof StatefoldError) throw err;
       if (signal?.aborted) throw abortedError(op, key, signal.reason ?? err);
-      const cause = timeout.aborted ? new TransientError(`no answer within ${policy.tryTimeoutMs} ms`, { cause: err }) : err;
+      const cause = timeout.aborted
+        ? new TransientError(`no answer within ${policy.tryTimeoutMs} ms`, { cause: err })
+        : err;
       const retryable = cause instanceof TransientError || policy.isRetryable(cause);
       if (!retryable || tries >= policy.maxAttempts) throw retryError(op, key, cause, tries, describe);
       await sleep(random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (tries - 1)), signal);
@@ -58,7 +60,13 @@ export async function retry<T>(
 }
 
 /** The STORAGE error a request ends with: `op key: cause`, plus `(after N tries)` when it took more than one. */
-export function retryError(op: string, key: string, cause: unknown, tries: number, describe: (err: unknown) => string = describeCause): StatefoldError {
+export function retryError(
+  op: string,
+  key: string,
+  cause: unknown,
+  tries: number,
+  describe: (err: unknown) => string = describeCause,
+): StatefoldError {
   const after = tries > 1 ? ` (after ${tries} tries)` : '';
   return new StatefoldError('STORAGE', `${op} ${key}: ${describe(cause)}${after}`, { key, cause });
 }

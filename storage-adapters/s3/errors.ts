@@ -26,7 +26,11 @@ function httpStatus(err: unknown): number | undefined {
 /** True when the object is not there (404, NoSuchKey), but not when the bucket or upload is missing. */
 export function isMissing(err: unknown): boolean {
   const name = errorName(err);
-  return name === 'NoSuchKey' || name === 'NotFound' || (httpStatus(err) === 404 && name !== 'NoSuchBucket' && name !== 'NoSuchUpload');
+  return (
+    name === 'NoSuchKey' ||
+    name === 'NotFound' ||
+    (httpStatus(err) === 404 && name !== 'NoSuchBucket' && name !== 'NoSuchUpload')
+  );
 }
 
 /** True when a conditional write was refused because the object exists (412, or 409 ConditionalRequestConflict). */
@@ -48,7 +52,17 @@ const RETRYABLE_NAMES = new Set([
   'TransientError',
 ]);
 
-const RETRYABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_SOCKET']);
+const RETRYABLE_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'UND_ERR_SOCKET',
+]);
 
 /** True for throttling, 5xx (but 501 and 505), 408, 429, connection resets and other network failures. */
 export function isRetryable(err: unknown): boolean {
@@ -57,7 +71,8 @@ export function isRetryable(err: unknown): boolean {
   if (e.name !== undefined && RETRYABLE_NAMES.has(e.name)) return true;
   if (e.code !== undefined && RETRYABLE_CODES.has(e.code)) return true;
   const status = httpStatus(err);
-  if (status !== undefined) return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
+  if (status !== undefined)
+    return status === 408 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
   if (e.$retryable !== undefined) return true;
   // Errors without an HTTP answer are network failures ("socket hang up") unless the SDK says otherwise.
   return /socket hang up|ECONNRESET|EPIPE|other side closed|network/i.test(e.message ?? '');
@@ -68,7 +83,8 @@ export function describeS3Error(err: unknown): string {
   const e = err as S3ErrorShape | undefined;
   const status = httpStatus(err);
   if (status !== undefined && e?.name !== undefined) {
-    const message = e.message !== undefined && e.message !== e.name && e.message !== 'UnknownError' ? `: ${e.message}` : '';
+    const message =
+      e.message !== undefined && e.message !== e.name && e.message !== 'UnknownError' ? `: ${e.message}` : '';
     return `${e.name} (HTTP ${status})${message}`;
   }
   return describeCause(err);

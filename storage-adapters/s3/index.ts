@@ -1,6 +1,15 @@
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError } from '../errors.js';
-import { assertKey, assertPrefix, isValidKey, isValidPrefix, retry, throwIfAborted, TransientError, type RetryPolicy } from '../kit/index.js';
+import {
+  assertKey,
+  assertPrefix,
+  isValidKey,
+  isValidPrefix,
+  retry,
+  throwIfAborted,
+  TransientError,
+  type RetryPolicy,
+} from '../kit/index.js';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, S3Client, type S3ClientConfig } from './sdk.js';
 import { describeS3Error, isMissing, isRetryable } from './errors.js';
 import { putMultipart, type PartSettings } from './multipart.js';
@@ -88,17 +97,28 @@ export class S3Store implements Store {
   readonly #probes: CapabilityProbes;
 
   constructor(options: S3StoreOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.bucket !== 'string' || options.bucket === '') {
+    if (
+      options === null ||
+      typeof options !== 'object' ||
+      typeof options.bucket !== 'string' ||
+      options.bucket === ''
+    ) {
       throw invalid('options.bucket must be a non-empty bucket name');
     }
     let prefix = options.prefix ?? '';
     if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
-    if (!isValidPrefix(prefix)) throw invalid(`options.prefix ${JSON.stringify(options.prefix)} is not a valid key prefix`);
+    if (!isValidPrefix(prefix))
+      throw invalid(`options.prefix ${JSON.stringify(options.prefix)} is not a valid key prefix`);
     this.bucket = options.bucket;
     this.prefix = prefix;
-    this.#multipartThreshold = positiveInt(options.multipartThreshold, DEFAULT_MULTIPART_THRESHOLD, 'multipartThreshold');
+    this.#multipartThreshold = positiveInt(
+      options.multipartThreshold,
+      DEFAULT_MULTIPART_THRESHOLD,
+      'multipartThreshold',
+    );
     const partSize = positiveInt(options.partSize, DEFAULT_PART_SIZE, 'partSize');
-    if (partSize < MIN_PART_SIZE) throw invalid(`options.partSize must be at least ${MIN_PART_SIZE} (5 MiB, the S3 minimum)`);
+    if (partSize < MIN_PART_SIZE)
+      throw invalid(`options.partSize must be at least ${MIN_PART_SIZE} (5 MiB, the S3 minimum)`);
     this.#parts = { partSize, partConcurrency: positiveInt(options.partConcurrency, 4, 'partConcurrency') };
     const policy: RetryPolicy = {
       maxAttempts: positiveInt(options.maxAttempts, 5, 'maxAttempts'),
@@ -125,7 +145,11 @@ export class S3Store implements Store {
       });
       this.#ownsClient = true;
     }
-    this.#io = { client: this.client, bucket: this.bucket, retry: (op, key, signal, attempt) => retry(policy, op, key, signal, attempt) };
+    this.#io = {
+      client: this.client,
+      bucket: this.bucket,
+      retry: (op, key, signal, attempt) => retry(policy, op, key, signal, attempt),
+    };
     this.#probes = new CapabilityProbes(this.#io, this.prefix, this.#parts);
   }
 
@@ -134,7 +158,9 @@ export class S3Store implements Store {
     return this.#io.retry('get', key, options?.signal, async (abortSignal) => {
       let res;
       try {
-        res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), { abortSignal });
+        res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), {
+          abortSignal,
+        });
       } catch (err) {
         if (isMissing(err)) return undefined;
         throw err;
@@ -188,7 +214,11 @@ export class S3Store implements Store {
           new ListObjectsV2Command({
             Bucket: this.bucket,
             Prefix: this.prefix + prefix,
-            ...(token !== undefined ? { ContinuationToken: token } : startAfter !== undefined ? { StartAfter: startAfter } : {}),
+            ...(token !== undefined
+              ? { ContinuationToken: token }
+              : startAfter !== undefined
+                ? { StartAfter: startAfter }
+                : {}),
           }),
           { abortSignal },
         );
@@ -223,7 +253,9 @@ export class S3Store implements Store {
     assertKey('delete', key);
     await this.#io.retry('delete', key, options?.signal, async (abortSignal) => {
       try {
-        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), { abortSignal });
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }), {
+          abortSignal,
+        });
       } catch (err) {
         if (!isMissing(err)) throw err;
       }

@@ -125,7 +125,10 @@ async function abortUpload(io: S3Io, key: string, objectKey: string, uploadId: s
   try {
     await io.retry('abortMultipartUpload', key, AbortSignal.timeout(CLEANUP_TIMEOUT_MS), async (abortSignal) => {
       try {
-        await io.client.send(new AbortMultipartUploadCommand({ Bucket: io.bucket, Key: objectKey, UploadId: uploadId }), { abortSignal });
+        await io.client.send(
+          new AbortMultipartUploadCommand({ Bucket: io.bucket, Key: objectKey, UploadId: uploadId }),
+          { abortSignal },
+        );
       } catch (err) {
         if (errorName(err) !== 'NoSuchUpload') throw err;
       }

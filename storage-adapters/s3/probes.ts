@@ -48,10 +48,14 @@ export class CapabilityProbes {
       if (err instanceof UnconditionalServerError) {
         throw new StatefoldError('STORAGE', `putIfAbsent ${key}: ${err.message}`, { key, cause: err });
       }
-      throw new StatefoldError('STORAGE', `putIfAbsent ${key}: checking that the server honours If-None-Match failed: ${describeCause(err)}`, {
-        key,
-        cause: err,
-      });
+      throw new StatefoldError(
+        'STORAGE',
+        `putIfAbsent ${key}: checking that the server honours If-None-Match failed: ${describeCause(err)}`,
+        {
+          key,
+          cause: err,
+        },
+      );
     }
   }
 
@@ -71,10 +75,14 @@ export class CapabilityProbes {
       return await untilAborted(this.#multipart, signal, key);
     } catch (err) {
       if (err instanceof AbortedWait) throw err.error;
-      throw new StatefoldError('STORAGE', `putIfAbsent ${key}: checking that the server honours If-None-Match on multipart uploads failed: ${describeCause(err)}`, {
-        key,
-        cause: err,
-      });
+      throw new StatefoldError(
+        'STORAGE',
+        `putIfAbsent ${key}: checking that the server honours If-None-Match on multipart uploads failed: ${describeCause(err)}`,
+        {
+          key,
+          cause: err,
+        },
+      );
     }
   }
 
@@ -102,7 +110,15 @@ export class CapabilityProbes {
     try {
       await putObject(this.#io, op, objectKey, objectKey, Uint8Array.of(1), undefined);
       // A one-part upload (the last part may be small) completed over the object just written.
-      const overwrote = await putMultipart(this.#io, this.#parts, op, objectKey, objectKey, Uint8Array.of(2), undefined);
+      const overwrote = await putMultipart(
+        this.#io,
+        this.#parts,
+        op,
+        objectKey,
+        objectKey,
+        Uint8Array.of(2),
+        undefined,
+      );
       return !overwrote;
     } finally {
       await deleteQuietly(this.#io, objectKey);

@@ -7,18 +7,36 @@ export interface S3Io {
   readonly client: S3Client;
   readonly bucket: string;
   /** Runs `attempt` with the store's retries; rejects with STORAGE naming `op` and `key` after the last try. */
-  retry<T>(op: string, key: string, signal: AbortSignal | undefined, attempt: (signal: AbortSignal) => Promise<T>): Promise<T>;
+  retry<T>(
+    op: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    attempt: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T>;
 }
 
 /** How long cleanup (aborting an upload, deleting a probe) may take, even after the caller gave up. */
 export const CLEANUP_TIMEOUT_MS = 30_000;
 
 /** PutObject with `If-None-Match: *`: true when created, false on 412 or 409 ConditionalRequestConflict. */
-export function putObject(io: S3Io, op: string, key: string, objectKey: string, body: Uint8Array, signal: AbortSignal | undefined): Promise<boolean> {
+export function putObject(
+  io: S3Io,
+  op: string,
+  key: string,
+  objectKey: string,
+  body: Uint8Array,
+  signal: AbortSignal | undefined,
+): Promise<boolean> {
   return io.retry(op, key, signal, async (abortSignal) => {
     try {
       await io.client.send(
-        new PutObjectCommand({ Bucket: io.bucket, Key: objectKey, Body: body, ContentLength: body.byteLength, IfNoneMatch: '*' }),
+        new PutObjectCommand({
+          Bucket: io.bucket,
+          Key: objectKey,
+          Body: body,
+          ContentLength: body.byteLength,
+          IfNoneMatch: '*',
+        }),
         { abortSignal },
       );
       return true;

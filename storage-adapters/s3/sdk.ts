@@ -15,7 +15,9 @@ try {
 } catch (err) {
   // Only the SDK itself missing: a broken install (a missing dependency of the SDK) keeps its own error.
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const missing = (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((err as Error).message).includes("'@aws-sdk/client-s3'");
+  const missing =
+    (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+    String((err as Error).message).includes("'@aws-sdk/client-s3'");
   if (!missing) throw err;
   throw new Error(NOT_INSTALLED, { cause: err });
 }

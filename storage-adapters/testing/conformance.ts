@@ -108,7 +108,13 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
     describe('list', () => {
       it('lists keys under a prefix in ascending order', async () => {
         const store = await create();
-        const keys = ['l/0000000000000003', 'l/0000000000000001', 'l/000000000000000a', 'l/0000000000000002', 'l/0000000000000001.0000000000000002'];
+        const keys = [
+          'l/0000000000000003',
+          'l/0000000000000001',
+          'l/000000000000000a',
+          'l/0000000000000002',
+          'l/0000000000000001.0000000000000002',
+        ];
         for (const key of keys) await store.putIfAbsent(key, bytes(key));
         await store.putIfAbsent('m/0000000000000001', bytes('other'));
         expect(await store.list('l/')).toEqual([...keys].sort());
@@ -157,23 +163,30 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
     });
 
     describe('failures', () => {
-      it.skipIf(init.createFailing === undefined)('rejects every operation with STORAGE naming the operation and key, with a cause, when storage fails', async () => {
-        const store = await track(() => init.createFailing!());
-        const calls: [op: string, key: string, call: () => Promise<unknown>][] = [
-          ['get', 'fail/get', () => store.get('fail/get')],
-          ['putIfAbsent', 'fail/put', () => store.putIfAbsent('fail/put', bytes('x'))],
-          ['list', 'fail/', () => store.list('fail/')],
-          ['delete', 'fail/delete', () => store.delete('fail/delete')],
-        ];
-        for (const [op, key, call] of calls) {
-          const err = await outcome(call);
-          expect(err, `${op} should reject`).toBeInstanceOf(StatefoldError);
-          expect((err as StatefoldError).code, op).toBe('STORAGE');
-          expect((err as StatefoldError).cause, `${op} error has a cause`).toBeDefined();
-          const message = (err as StatefoldError).message;
-          expect(message.startsWith(`${op} ${key}: `), `${op}: the message "${message}" names the operation and key`).toBe(true);
-        }
-      }, 60_000);
+      it.skipIf(init.createFailing === undefined)(
+        'rejects every operation with STORAGE naming the operation and key, with a cause, when storage fails',
+        async () => {
+          const store = await track(() => init.createFailing!());
+          const calls: [op: string, key: string, call: () => Promise<unknown>][] = [
+            ['get', 'fail/get', () => store.get('fail/get')],
+            ['putIfAbsent', 'fail/put', () => store.putIfAbsent('fail/put', bytes('x'))],
+            ['list', 'fail/', () => store.list('fail/')],
+            ['delete', 'fail/delete', () => store.delete('fail/delete')],
+          ];
+          for (const [op, key, call] of calls) {
+            const err = await outcome(call);
+            expect(err, `${op} should reject`).toBeInstanceOf(StatefoldError);
+            expect((err as StatefoldError).code, op).toBe('STORAGE');
+            expect((err as StatefoldError).cause, `${op} error has a cause`).toBeDefined();
+            const message = (err as StatefoldError).message;
+            expect(
+              message.startsWith(`${op} ${key}: `),
+              `${op}: the message "${message}" names the operation and key`,
+            ).toBe(true);
+          }
+        },
+        60_000,
+      );
     });
 
     describe('abort', () => {

@@ -9,7 +9,14 @@ const retryable = Object.assign(new Error('busy'), { name: 'Busy' });
 const fatal = Object.assign(new Error('denied'), { name: 'Denied' });
 
 function policy(overrides: Partial<RetryPolicy> = {}): RetryPolicy {
-  return { maxAttempts: 5, baseDelayMs: 0, maxDelayMs: 0, tryTimeoutMs: 60_000, isRetryable: (err) => err === retryable, ...overrides };
+  return {
+    maxAttempts: 5,
+    baseDelayMs: 0,
+    maxDelayMs: 0,
+    tryTimeoutMs: 60_000,
+    isRetryable: (err) => err === retryable,
+    ...overrides,
+  };
 }
 
 /** An attempt that fails with `failures` in turn, then resolves `value`; counts its tries. */
@@ -38,7 +45,9 @@ describe('kit: retry', () => {
 
   it('rejects with STORAGE naming the operation, key and number of tries after the last try', async () => {
     const s = script([retryable, retryable, retryable, retryable], 'never');
-    const err = (await retry(policy({ maxAttempts: 3 }), 'get', 'k/1', undefined, s.attempt).catch((e: unknown) => e)) as StatefoldError;
+    const err = (await retry(policy({ maxAttempts: 3 }), 'get', 'k/1', undefined, s.attempt).catch(
+      (e: unknown) => e,
+    )) as StatefoldError;
     expect(err).toBeInstanceOf(StatefoldError);
     expect(err).toMatchObject({ code: 'STORAGE', key: 'k/1', message: 'get k/1: busy (after 3 tries)' });
     expect(err.cause).toBe(retryable);
@@ -47,7 +56,13 @@ describe('kit: retry', () => {
 
   it('does not retry what the classifier rejects, and describes the cause with the given describe', async () => {
     const s = script([fatal], 'never');
-    const err = await retry(policy({ describe: (e) => `${(e as Error).name}!` }), 'delete', 'k/2', undefined, s.attempt).catch((e: unknown) => e);
+    const err = await retry(
+      policy({ describe: (e) => `${(e as Error).name}!` }),
+      'delete',
+      'k/2',
+      undefined,
+      s.attempt,
+    ).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'STORAGE', message: 'delete k/2: Denied!', cause: fatal });
     expect(s.tries()).toBe(1);
   });
@@ -55,7 +70,9 @@ describe('kit: retry', () => {
   it('always retries a TransientError, and passes a StatefoldError through untouched', async () => {
     const own = new StatefoldError('CORRUPT', 'get k/3: bad checksum');
     const s = script([new TransientError('truncated body'), own], 'never');
-    expect(await retry(policy({ isRetryable: () => false }), 'get', 'k/3', undefined, s.attempt).catch((e: unknown) => e)).toBe(own);
+    expect(
+      await retry(policy({ isRetryable: () => false }), 'get', 'k/3', undefined, s.attempt).catch((e: unknown) => e),
+    ).toBe(own);
     expect(s.tries()).toBe(2);
   });
 
@@ -63,7 +80,12 @@ describe('kit: retry', () => {
     const reason = new Error('shutting down');
     const s = script([], 'never');
     const err = await retry(policy(), 'list', 'p/', AbortSignal.abort(reason), s.attempt).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'ABORTED', key: 'p/', message: "list p/: aborted by the caller's signal (shutting down)", cause: reason });
+    expect(err).toMatchObject({
+      code: 'ABORTED',
+      key: 'p/',
+      message: "list p/: aborted by the caller's signal (shutting down)",
+      cause: reason,
+    });
     expect(s.tries()).toBe(0);
   });
 
@@ -73,7 +95,13 @@ describe('kit: retry', () => {
       signals.push(signal);
       return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
     };
-    const err = (await retry(policy({ maxAttempts: 2, tryTimeoutMs: 20, isRetryable: () => false }), 'get', 'k/4', undefined, hang).catch((e: unknown) => e)) as StatefoldError;
+    const err = (await retry(
+      policy({ maxAttempts: 2, tryTimeoutMs: 20, isRetryable: () => false }),
+      'get',
+      'k/4',
+      undefined,
+      hang,
+    ).catch((e: unknown) => e)) as StatefoldError;
     expect(signals).toHaveLength(2);
     expect(signals.every((s) => s.aborted)).toBe(true);
     expect(err).toMatchObject({ code: 'STORAGE', message: 'get k/4: no answer within 20 ms (after 2 tries)' });
@@ -90,8 +118,18 @@ describe('kit: retry', () => {
       setImmediate(() => controller.abort(reason));
       throw retryable;
     };
-    const err = await retry(policy({ baseDelayMs: 60_000, maxDelayMs: 60_000, random: () => 1 }), 'get', 'k/5', controller.signal, attempt).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: 'ABORTED', message: "get k/5: aborted by the caller's signal (stop)", cause: reason });
+    const err = await retry(
+      policy({ baseDelayMs: 60_000, maxDelayMs: 60_000, random: () => 1 }),
+      'get',
+      'k/5',
+      controller.signal,
+      attempt,
+    ).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: 'ABORTED',
+      message: "get k/5: aborted by the caller's signal (stop)",
+      cause: reason,
+    });
     expect(tries).toBe(1);
   });
 
@@ -110,7 +148,13 @@ describe('kit: retry', () => {
       if (at.length < 6) throw retryable;
       return 'done';
     };
-    const done = retry(policy({ maxAttempts: 6, baseDelayMs: 100, maxDelayMs: 700, random }), 'get', 'k/6', undefined, attempt);
+    const done = retry(
+      policy({ maxAttempts: 6, baseDelayMs: 100, maxDelayMs: 700, random }),
+      'get',
+      'k/6',
+      undefined,
+      attempt,
+    );
     await vi.runAllTimersAsync();
     expect(await done).toBe('done');
     const waits = at.slice(1).map((t, i) => t - at[i]!);

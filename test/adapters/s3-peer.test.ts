@@ -37,7 +37,9 @@ async function run(script: string): Promise<unknown> {
 
 describe('s3 store: the SDK is an optional peer', () => {
   it('loads statefold without @aws-sdk/client-s3 installed', async () => {
-    const out = await run(`const sf = await import('statefold'); const out = [typeof sf.SnapshotEngine, typeof sf.FileStore, typeof sf.MemoryStore];`);
+    const out = await run(
+      `const sf = await import('statefold'); const out = [typeof sf.SnapshotEngine, typeof sf.FileStore, typeof sf.MemoryStore];`,
+    );
     expect(out).toEqual(['function', 'function', 'function']);
   });
 
@@ -47,7 +49,8 @@ try { await import('statefold/s3'); out = 'loaded'; }
 catch (e) { out = { error: e instanceof Error, message: e.message, causeCode: e.cause?.code, causeMessage: e.cause?.message }; }`);
     expect(out).toEqual({
       error: true,
-      message: 'statefold/s3 needs the optional peer dependency @aws-sdk/client-s3, which is not installed: run npm install @aws-sdk/client-s3',
+      message:
+        'statefold/s3 needs the optional peer dependency @aws-sdk/client-s3, which is not installed: run npm install @aws-sdk/client-s3',
       causeCode: 'ERR_MODULE_NOT_FOUND',
       causeMessage: expect.stringContaining("'@aws-sdk/client-s3'"),
     });

@@ -14,7 +14,10 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-async function setup(serverOptions: FakeS3Options = {}, storeOptions: Partial<S3StoreOptions> = {}): Promise<{ server: FakeS3; store: S3Store }> {
+async function setup(
+  serverOptions: FakeS3Options = {},
+  storeOptions: Partial<S3StoreOptions> = {},
+): Promise<{ server: FakeS3; store: S3Store }> {
   const server = await FakeS3.start(serverOptions);
   servers.push(server);
   const store = new S3Store({
@@ -103,7 +106,10 @@ describe('s3 store: retries', () => {
   it('does not retry a client error such as 403 AccessDenied', async () => {
     const { server, store } = await setup();
     server.failNext(isGet('k/1'), { kind: 'status', status: 403, code: 'AccessDenied' });
-    await expect(store.get('k/1')).rejects.toMatchObject({ code: 'STORAGE', message: 'get k/1: AccessDenied (HTTP 403): AccessDenied from the test server' });
+    await expect(store.get('k/1')).rejects.toMatchObject({
+      code: 'STORAGE',
+      message: 'get k/1: AccessDenied (HTTP 403): AccessDenied from the test server',
+    });
     expect(server.count('GET', 'k/1')).toBe(1);
   });
 
@@ -134,7 +140,11 @@ describe('s3 store: retries', () => {
     const started = Date.now();
     const err = (await store.get('k/1', { signal: controller.signal }).catch((e: unknown) => e)) as StatefoldError;
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(err).toMatchObject({ code: 'ABORTED', key: 'k/1', message: "get k/1: aborted by the caller's signal (agent shutting down)" });
+    expect(err).toMatchObject({
+      code: 'ABORTED',
+      key: 'k/1',
+      message: "get k/1: aborted by the caller's signal (agent shutting down)",
+    });
     expect(err.cause).toBe(reason);
     expect(server.count('GET', 'k/1')).toBe(1);
   });
@@ -145,8 +155,14 @@ describe('s3 store: retries', () => {
     server.failNext((r) => r.method === 'PUT' && r.key.startsWith('#statefold-probe/'), { kind: 'hang' });
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error('stop')), 50);
-    const [a, b] = await Promise.allSettled([store.putIfAbsent('a/1', bytes('a'), { signal: controller.signal }), store.putIfAbsent('b/1', bytes('b'))]);
-    expect(a).toMatchObject({ status: 'rejected', reason: { code: 'ABORTED', key: 'a/1', message: "putIfAbsent a/1: aborted by the caller's signal (stop)" } });
+    const [a, b] = await Promise.allSettled([
+      store.putIfAbsent('a/1', bytes('a'), { signal: controller.signal }),
+      store.putIfAbsent('b/1', bytes('b')),
+    ]);
+    expect(a).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'ABORTED', key: 'a/1', message: "putIfAbsent a/1: aborted by the caller's signal (stop)" },
+    });
     expect(b).toEqual({ status: 'fulfilled', value: true });
     expect([...server.objects.keys()]).toEqual(['b/1']);
   });
@@ -154,7 +170,10 @@ describe('s3 store: retries', () => {
   it('rejects at once with an already aborted signal, touching nothing', async () => {
     const { server, store } = await setup();
     const signal = AbortSignal.abort(new Error('stop'));
-    await expect(store.putIfAbsent('k/1', bytes('x'), { signal })).rejects.toMatchObject({ code: 'ABORTED', key: 'k/1' });
+    await expect(store.putIfAbsent('k/1', bytes('x'), { signal })).rejects.toMatchObject({
+      code: 'ABORTED',
+      key: 'k/1',
+    });
     await expect(store.list('k/', { signal })).rejects.toMatchObject({ code: 'ABORTED' });
     expect(server.requests).toEqual([]);
   });
@@ -174,7 +193,12 @@ describe('s3 store: missing objects and listing', () => {
     await store.putIfAbsent('m/00', bytes('other'));
     expect(await store.list('l/')).toEqual(keys);
     expect(await store.list('l/', { startAfter: 'l/04' })).toEqual(keys.slice(5));
-    expect(server.requests.filter((r) => r.query.get('list-type') === '2').at(-1)!.query.get('continuation-token')).not.toBeNull();
+    expect(
+      server.requests
+        .filter((r) => r.query.get('list-type') === '2')
+        .at(-1)!
+        .query.get('continuation-token'),
+    ).not.toBeNull();
     // StartAfter goes to the server with the store's prefix prepended.
     const first = server.requests.find((r) => r.query.get('start-after') !== null)!;
     expect(first.query.get('start-after')).toBe('root/l/04');
@@ -199,7 +223,8 @@ describe('s3 store: missing objects and listing', () => {
 });
 
 describe('s3 store: multipart uploads', () => {
-  const big = (size: number, seed: number): Uint8Array => Uint8Array.from({ length: size }, (_, i) => (i * 31 + seed) & 0xff);
+  const big = (size: number, seed: number): Uint8Array =>
+    Uint8Array.from({ length: size }, (_, i) => (i * 31 + seed) & 0xff);
 
   it('uploads a body over the threshold in parts, completing with If-None-Match: *', async () => {
     const { server, store } = await setup({}, { multipartThreshold: MiB, partSize: 5 * MiB });
@@ -223,7 +248,11 @@ describe('s3 store: multipart uploads', () => {
 
   it('aborts the upload when a part fails for good', async () => {
     const { server, store } = await setup({}, { multipartThreshold: MiB, partSize: 5 * MiB, maxAttempts: 2 });
-    server.failNext((r) => r.method === 'PUT' && r.key === 'big/1' && r.query.get('partNumber') === '2', { kind: 'status', status: 400, code: 'InvalidPart' });
+    server.failNext((r) => r.method === 'PUT' && r.key === 'big/1' && r.query.get('partNumber') === '2', {
+      kind: 'status',
+      status: 400,
+      code: 'InvalidPart',
+    });
     await expect(store.putIfAbsent('big/1', big(11 * MiB, 1))).rejects.toMatchObject({ code: 'STORAGE', key: 'big/1' });
     expect(server.count('POST', 'big/1')).toBe(1); // created, never completed
     expect(server.count('DELETE', 'big/1')).toBe(1);
@@ -232,8 +261,13 @@ describe('s3 store: multipart uploads', () => {
   });
 
   it('resolves false when a retried completion finds its upload gone and the object there', async () => {
-    const { server, store } = await setup({ conditionalComplete: false }, { multipartThreshold: MiB, partSize: 5 * MiB, unsafeAllowUnconditionalWrites: true });
-    server.failNext((r) => r.method === 'POST' && r.key === 'big/1' && r.query.has('uploadId'), { kind: 'reset-after' });
+    const { server, store } = await setup(
+      { conditionalComplete: false },
+      { multipartThreshold: MiB, partSize: 5 * MiB, unsafeAllowUnconditionalWrites: true },
+    );
+    server.failNext((r) => r.method === 'POST' && r.key === 'big/1' && r.query.has('uploadId'), {
+      kind: 'reset-after',
+    });
     expect(await store.putIfAbsent('big/1', big(6 * MiB, 3))).toBe(false);
     expect(server.objects.get('big/1')![0]).toBe(3);
     expect(server.uploads.size).toBe(0);
@@ -241,12 +275,17 @@ describe('s3 store: multipart uploads', () => {
   });
 
   it('sends large bodies as one conditional PutObject to a server whose completion ignores If-None-Match', async () => {
-    const { server, store } = await setup({ conditionalComplete: false }, { multipartThreshold: MiB, partSize: 5 * MiB });
+    const { server, store } = await setup(
+      { conditionalComplete: false },
+      { multipartThreshold: MiB, partSize: 5 * MiB },
+    );
     expect(await store.putIfAbsent('big/1', big(6 * MiB, 1))).toBe(true);
     expect(await store.putIfAbsent('big/1', big(6 * MiB, 2))).toBe(false);
     expect(server.objects.get('big/1')![0]).toBe(1);
     // The one multipart upload was the probe's, on the probe key; it was aborted, and the probe removed.
-    expect(server.requests.filter((r) => r.method === 'POST' && r.query.has('uploads')).map((r) => r.key)).toEqual([expect.stringMatching(/^#statefold-probe\//)]);
+    expect(server.requests.filter((r) => r.method === 'POST' && r.query.has('uploads')).map((r) => r.key)).toEqual([
+      expect.stringMatching(/^#statefold-probe\//),
+    ]);
     expect(server.uploads.size).toBe(0);
     expect([...server.objects.keys()]).toEqual(['big/1']);
   });
@@ -255,9 +294,15 @@ describe('s3 store: multipart uploads', () => {
 describe('s3 store: options', () => {
   it('rejects a missing bucket, a bad prefix or a part size under 5 MiB with INVALID_ARGUMENT', () => {
     expect(() => new S3Store({} as never)).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => new S3Store({ bucket: 'b', prefix: '../x' })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => new S3Store({ bucket: 'b', partSize: MiB })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
-    expect(() => new S3Store({ bucket: 'b', maxAttempts: 0 })).toThrowError(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => new S3Store({ bucket: 'b', prefix: '../x' })).toThrowError(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+    expect(() => new S3Store({ bucket: 'b', partSize: MiB })).toThrowError(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+    expect(() => new S3Store({ bucket: 'b', maxAttempts: 0 })).toThrowError(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
   });
 
   it('stores every key under the prefix, adding the slash', async () => {

@@ -18,7 +18,9 @@ function repositoryOutputs(): Record<string, string> {
     const file = path.join(root, rel);
     return existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'absent';
   };
-  const charts = existsSync(path.join(root, 'bench', 'charts')) ? readdirSync(path.join(root, 'bench', 'charts')).map((name) => `bench/charts/${name}`) : [];
+  const charts = existsSync(path.join(root, 'bench', 'charts'))
+    ? readdirSync(path.join(root, 'bench', 'charts')).map((name) => `bench/charts/${name}`)
+    : [];
   return Object.fromEntries(['BENCHMARKS.md', 'bench/results.json', ...charts].map((rel) => [rel, hash(rel)]));
 }
 
@@ -45,7 +47,11 @@ describe('bench: smoke run', () => {
     // Hermetic: no S3 rows even where STATEFOLD_S3_* are set (the S3 path is exercised by `npm run bench` with them).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STATEFOLD_S3_')));
     const before = repositoryOutputs();
-    const { stderr } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], { cwd: root, env, timeout: 80_000 });
+    const { stderr } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], {
+      cwd: root,
+      env,
+      timeout: 80_000,
+    });
     expect(stderr).toMatch(/\[bench 1\/\d+ /);
     expect(stderr).toContain('done in');
 
@@ -63,7 +69,14 @@ describe('bench: smoke run', () => {
       expect(md).toContain(heading);
     }
     expect(md).toContain('npm run bench -- --smoke');
-    for (const strategy of ['statefold immutable', 'statefold copy', 'full msgpackr+lz4', 'full JSON+gzip', 'fjp compare + mirror']) expect(md).toContain(`| ${strategy} |`);
+    for (const strategy of [
+      'statefold immutable',
+      'statefold copy',
+      'full msgpackr+lz4',
+      'full JSON+gzip',
+      'fjp compare + mirror',
+    ])
+      expect(md).toContain(`| ${strategy} |`);
     // Markdown tables: a header row followed by an alignment row.
     expect(md.match(/^\| :-- \|/gm)?.length ?? 0).toBeGreaterThanOrEqual(6);
 

@@ -2,7 +2,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, restore, type Store } from 'statefold';
 import { FaultStore } from 'statefold/testing';
 import { Rng, type Mode } from '../support/random-states.js';
-import { Mismatch, expectCode, expectHistory, expectLatestOneOf, expectSame, live, type Captured, type Life, type LifeOptions } from '../support/lives.js';
+import {
+  Mismatch,
+  expectCode,
+  expectHistory,
+  expectLatestOneOf,
+  expectSame,
+  live,
+  type Captured,
+  type Life,
+  type LifeOptions,
+} from '../support/lives.js';
 
 /**
  * Crash-point sweep. A seeded agent run (a clean prefix of checkpoints, then "life 1") is first
@@ -46,7 +56,14 @@ function planOf(seed: number, retention: boolean): Plan {
 }
 
 function lifeOptions(p: Plan, life: number, checkpoints: number, salt = 0): LifeOptions {
-  const o: LifeOptions = { stream: STREAM, mode: p.mode, baseEvery: p.baseEvery, checkpoints, rng: new Rng(p.seed * 1_000_003 + life * 7_777 + salt), label: `life ${life}` };
+  const o: LifeOptions = {
+    stream: STREAM,
+    mode: p.mode,
+    baseEvery: p.baseEvery,
+    checkpoints,
+    rng: new Rng(p.seed * 1_000_003 + life * 7_777 + salt),
+    label: `life ${life}`,
+  };
   // No reader grace: gc deletes at once, so crashes and zombies meet deleted history.
   if (p.keepLast !== undefined) o.retention = { keepLast: p.keepLast, minAgeMs: 0 };
   return o;
@@ -58,10 +75,25 @@ const tally = { cases: 0, restoredAcked: 0, restoredInflight: 0, restoredNone: 0
  * Runs one life on `store` (usually a FaultStore over `inner`), checks what it saw on open and
  * what survives it, records landed checkpoints in `bySeq`, and returns the newest committed seq.
  */
-async function checkedLife(store: Store, inner: Store, latest: number, bySeq: Map<number, Captured>, o: LifeOptions, expectClean: boolean): Promise<LifeResult> {
+async function checkedLife(
+  store: Store,
+  inner: Store,
+  latest: number,
+  bySeq: Map<number, Captured>,
+  o: LifeOptions,
+  expectClean: boolean,
+): Promise<LifeResult> {
   const result = await checkedLifeOnly(store, inner, latest, bySeq, o, expectClean);
   // With retention, a gc cut short by the crash must still leave every listed seq restorable.
-  if (o.retention) await expectHistory(inner, STREAM, bySeq, result.latest, `${o.label}: history after it ended`, o.retention.keepLast);
+  if (o.retention)
+    await expectHistory(
+      inner,
+      STREAM,
+      bySeq,
+      result.latest,
+      `${o.label}: history after it ended`,
+      o.retention.keepLast,
+    );
   return result;
 }
 
@@ -71,11 +103,19 @@ interface LifeResult {
   engine: Life['engine'];
 }
 
-async function checkedLifeOnly(store: Store, inner: Store, latest: number, bySeq: Map<number, Captured>, o: LifeOptions, expectClean: boolean): Promise<LifeResult> {
+async function checkedLifeOnly(
+  store: Store,
+  inner: Store,
+  latest: number,
+  bySeq: Map<number, Captured>,
+  o: LifeOptions,
+  expectClean: boolean,
+): Promise<LifeResult> {
   const what = o.label;
   const life = await live(store, o);
   if (life.opened) {
-    if (life.openSeq !== latest) throw new Mismatch(`${what}: opened at seq ${life.openSeq}, the newest committed is ${latest}`);
+    if (life.openSeq !== latest)
+      throw new Mismatch(`${what}: opened at seq ${life.openSeq}, the newest committed is ${latest}`);
     expectSame(life.openState, latest === 0 ? undefined : bySeq.get(latest)!.state, `${what}: engine.state after open`);
   }
   if (life.error !== undefined) {
@@ -159,7 +199,9 @@ async function sweepBlock(seeds: number[], retention: boolean): Promise<string[]
         } catch (err) {
           const why = err instanceof Mismatch ? err.message : `unexpected ${String((err as Error)?.stack ?? err)}`;
           const retained = p.keepLast === undefined ? '' : `, retention keepLast ${p.keepLast}`;
-          failures.push(`seed ${seed} (${p.mode}, baseEvery ${p.baseEvery}${retained}, prefix ${p.prefix}, life 1 of ${p.life1} checkpoints = ${n} operations) crash at operation ${crash}${landed ? ' after it landed' : ''}: ${why}`);
+          failures.push(
+            `seed ${seed} (${p.mode}, baseEvery ${p.baseEvery}${retained}, prefix ${p.prefix}, life 1 of ${p.life1} checkpoints = ${n} operations) crash at operation ${crash}${landed ? ' after it landed' : ''}: ${why}`,
+          );
         }
       }
     }
@@ -168,7 +210,9 @@ async function sweepBlock(seeds: number[], retention: boolean): Promise<string[]
 }
 
 afterAll(() => {
-  console.log(`crash sweep: ${tally.cases} cases; after the first crash the stream held the last acknowledged checkpoint ${tally.restoredAcked}x, the one in flight ${tally.restoredInflight}x, nothing ${tally.restoredNone}x; ${tally.secondCrashes} second crashes; ${tally.zombies} zombies`);
+  console.log(
+    `crash sweep: ${tally.cases} cases; after the first crash the stream held the last acknowledged checkpoint ${tally.restoredAcked}x, the one in flight ${tally.restoredInflight}x, nothing ${tally.restoredNone}x; ${tally.secondCrashes} second crashes; ${tally.zombies} zombies`,
+  );
 });
 
 describe('crash sweep: a crash at any store operation loses at most the checkpoint in flight', () => {
@@ -203,7 +247,11 @@ describe('crash sweep: differences the reference comparison found', () => {
     // so 0 -> -0 emits no operation and the delta restores 0. Copy mode compares with Object.is.
     for (const updates of ['copy', 'immutable'] as const) {
       const store = new MemoryStore();
-      const engine = await SnapshotEngine.open<{ x: number; a: number[]; pad: string }>({ store, stream: STREAM, updates });
+      const engine = await SnapshotEngine.open<{ x: number; a: number[]; pad: string }>({
+        store,
+        stream: STREAM,
+        updates,
+      });
       const pad = Array.from({ length: 300 }, (_, j) => `w${(j * 7919) % 1000}`).join(' ');
       await engine.checkpoint({ x: 0, a: [0, 1], pad });
       const info = await engine.checkpoint({ x: -0, a: [-0, 1], pad });

@@ -30,7 +30,10 @@ async function stream(seed: number, n: number, baseEvery: number): Promise<{ sto
   const store = new MemoryStore();
   const engine = await SnapshotEngine.open<Record<string, unknown>>({ store, stream: STREAM, policy: { baseEvery } });
   // A large unchanging field keeps deltas small, so that only baseEvery decides where bases go.
-  let state: Record<string, unknown> = { ...initialState(r), noise: Array.from({ length: 300 }, (_, j) => `w${(j * 7919) % 1000}`).join(' ') };
+  let state: Record<string, unknown> = {
+    ...initialState(r),
+    noise: Array.from({ length: 300 }, (_, j) => `w${(j * 7919) % 1000}`).join(' '),
+  };
   const states: unknown[] = [undefined];
   for (let i = 1; i <= n; i++) {
     state = evolve(state, r, 'copy');
@@ -62,14 +65,20 @@ describe('damage: reads that come back damaged', () => {
         for (let g = 0; g < gets; g++) {
           for (const [d, damage] of DAMAGES.entries()) {
             const where = `seed ${seed} seq ${seq}: get #${g} damaged by ${JSON.stringify(damage)}`;
-            const faults = new FaultStore(store, { seed: seed * 100 + g * 10 + d }).inject({ op: 'get', nth: g }, damage);
+            const faults = new FaultStore(store, { seed: seed * 100 + g * 10 + d }).inject(
+              { op: 'get', nth: g },
+              damage,
+            );
             cases++;
             const got = await restore(faults, STREAM, { seq }).then(
               (r) => r,
               (err: unknown) => err,
             );
             if (got instanceof Error) expectCorrupt(got, where);
-            else expect.fail(`${where}: restore resolved seq ${(got as { seq: number }).seq} instead of rejecting CORRUPT`);
+            else
+              expect.fail(
+                `${where}: restore resolved seq ${(got as { seq: number }).seq} instead of rejecting CORRUPT`,
+              );
           }
         }
       }
@@ -89,7 +98,10 @@ describe('damage: reads that come back damaged', () => {
       for (const damage of DAMAGES) {
         const where = `get #${g} of open damaged by ${JSON.stringify(damage)}`;
         const faults = new FaultStore(store, { seed: g }).inject({ op: 'get', nth: g }, damage);
-        const err = await SnapshotEngine.open({ store: faults, stream: STREAM }).then(() => undefined, (e: unknown) => e);
+        const err = await SnapshotEngine.open({ store: faults, stream: STREAM }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expectCorrupt(err, where);
         expect((await listCheckpoints(store, STREAM)).length, where).toBe(latest);
       }
@@ -100,7 +112,8 @@ describe('damage: reads that come back damaged', () => {
     expect(firstDifference(engine.state, states[latest])).toBeUndefined();
     const next = { ...engine.state, more: true };
     expect((await engine.checkpoint(next)).seq).toBe(++latest);
-    for (let seq = 1; seq < latest; seq++) expect(firstDifference((await restore(store, STREAM, { seq })).state, states[seq]), `seq ${seq}`).toBeUndefined();
+    for (let seq = 1; seq < latest; seq++)
+      expect(firstDifference((await restore(store, STREAM, { seq })).state, states[seq]), `seq ${seq}`).toBeUndefined();
   });
 
   it('treats a damaged read-back of a landed write as an unknown outcome: the next checkpoint finds it and goes on', async () => {
@@ -123,7 +136,10 @@ describe('damage: reads that come back damaged', () => {
     await a.checkpoint({ n: 1 });
     const b = await SnapshotEngine.open<{ n: number }>({ store: inner, stream: STREAM });
     faults.inject({ op: 'get' }, { type: 'truncate' });
-    const first = await a.checkpoint({ n: 2 }).then(() => undefined, (e: unknown) => e);
+    const first = await a.checkpoint({ n: 2 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(first).toBeInstanceOf(StatefoldError);
     expect(['CORRUPT', 'FENCED']).toContain((first as StatefoldError).code);
     await expect(a.checkpoint({ n: 3 })).rejects.toMatchObject({ code: 'FENCED' });

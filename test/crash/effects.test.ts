@@ -43,7 +43,8 @@ async function effectLife(store: Store, world: World, label: string, steps: numb
         return { paid: t, by: label };
       });
       const earlier = world.acked.get(token);
-      if (earlier !== undefined && firstDifference(result, earlier) !== undefined) throw new Mismatch(`${label}: ${token} resolved ${JSON.stringify(result)}, earlier ${JSON.stringify(earlier)}`);
+      if (earlier !== undefined && firstDifference(result, earlier) !== undefined)
+        throw new Mismatch(`${label}: ${token} resolved ${JSON.stringify(result)}, earlier ${JSON.stringify(earlier)}`);
       world.acked.set(token, result);
       return true;
     } catch (err) {
@@ -72,7 +73,8 @@ async function effectLife(store: Store, world: World, label: string, steps: numb
 }
 
 function expectCrash(err: unknown, what: string): void {
-  if (!(err instanceof StatefoldError && err.code === 'STORAGE')) throw new Mismatch(`${what}: expected the crash (STORAGE), got ${String(err)}`);
+  if (!(err instanceof StatefoldError && err.code === 'STORAGE'))
+    throw new Mismatch(`${what}: expected the crash (STORAGE), got ${String(err)}`);
 }
 
 async function expectLedger(inner: Store, world: World, what: string): Promise<void> {
@@ -86,12 +88,16 @@ async function expectLedger(inner: Store, world: World, what: string): Promise<v
   const byToken = new Map(effects.map((e) => [e.token, e]));
   for (const [token, result] of world.acked) {
     const r = byToken.get(token);
-    if (r?.status !== 'done' || firstDifference(r.result, result) !== undefined) throw new Mismatch(`${what}: ${token} resolved ${JSON.stringify(result)} but the ledger has ${JSON.stringify(r)}`);
+    if (r?.status !== 'done' || firstDifference(r.result, result) !== undefined)
+      throw new Mismatch(
+        `${what}: ${token} resolved ${JSON.stringify(result)} but the ledger has ${JSON.stringify(r)}`,
+      );
   }
   for (const token of world.attempted) {
     const ran = (world.calls.get(token) ?? 0) > 0;
     const status = byToken.get(token)?.status;
-    if (ran && status !== 'pending' && status !== 'done') throw new Mismatch(`${what}: fn of ${token} ran but the ledger has ${status ?? 'nothing'}`);
+    if (ran && status !== 'pending' && status !== 'done')
+      throw new Mismatch(`${what}: fn of ${token} ran but the ledger has ${status ?? 'nothing'}`);
     if (!ran && status === 'done') throw new Mismatch(`${what}: ${token} is done but its fn never ran`);
   }
 }
@@ -122,7 +128,9 @@ describe('effects: at most once across crashes', () => {
           try {
             await effectCase(seed, crash, landed, world);
           } catch (err) {
-            failures.push(`seed ${seed} crash at operation ${crash}${landed ? ' after it landed' : ''}: ${err instanceof Mismatch ? err.message : String((err as Error).stack)}`);
+            failures.push(
+              `seed ${seed} crash at operation ${crash}${landed ? ' after it landed' : ''}: ${err instanceof Mismatch ? err.message : String((err as Error).stack)}`,
+            );
           }
           pendingSeen += world.pendingSeen;
         }

@@ -16,8 +16,14 @@ import { firstDifference } from '../support/same.js';
 const STREAM = 'agent/failures';
 const macrotask = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-type FaultKind = 'fails before landing' | 'fails after landing' | 'lands but its read-back fails' | 'times out and lands late';
-const KINDS: FaultKind[] = ['fails before landing', 'fails after landing', 'lands but its read-back fails', 'times out and lands late'];
+type FaultKind =
+  'fails before landing' | 'fails after landing' | 'lands but its read-back fails' | 'times out and lands late';
+const KINDS: FaultKind[] = [
+  'fails before landing',
+  'fails after landing',
+  'lands but its read-back fails',
+  'times out and lands late',
+];
 
 interface Call {
   state: unknown;
@@ -25,7 +31,11 @@ interface Call {
   promise: Promise<CheckpointInfo>;
 }
 
-function checkpoint(engine: SnapshotEngine<Record<string, unknown>>, calls: Call[], state: Record<string, unknown>): Promise<CheckpointInfo> {
+function checkpoint(
+  engine: SnapshotEngine<Record<string, unknown>>,
+  calls: Call[],
+  state: Record<string, unknown>,
+): Promise<CheckpointInfo> {
   const meta = { call: calls.length };
   const promise = engine.checkpoint(state, { meta });
   calls.push({ state: deepCopy(state), meta, promise });
@@ -34,7 +44,13 @@ function checkpoint(engine: SnapshotEngine<Record<string, unknown>>, calls: Call
 }
 
 /** Maps every committed seq to the call whose state it holds, checking the contract; returns the newest seq. */
-async function expectCommittedMatchCalls(store: MemoryStore, calls: Call[], victim: number, kind: FaultKind, where: string): Promise<number> {
+async function expectCommittedMatchCalls(
+  store: MemoryStore,
+  calls: Call[],
+  victim: number,
+  kind: FaultKind,
+  where: string,
+): Promise<number> {
   const settled = await Promise.allSettled(calls.map((c) => c.promise));
   const owner = new Map<number, number>();
   for (let i = 0; i < settled.length; i++) {
@@ -50,7 +66,8 @@ async function expectCommittedMatchCalls(store: MemoryStore, calls: Call[], vict
     owner.set(seq, i);
   }
   const victimSettled = settled[victim]!;
-  if (kind === 'fails after landing') expect(victimSettled.status, `${where}: the engine reads a landed write back`).toBe('fulfilled');
+  if (kind === 'fails after landing')
+    expect(victimSettled.status, `${where}: the engine reads a landed write back`).toBe('fulfilled');
   // A timed-out write may land before the engine reads it back: then the call resolves.
   else if (kind !== 'times out and lands late') expect(victimSettled.status, where).toBe('rejected');
 
@@ -69,7 +86,10 @@ async function expectCommittedMatchCalls(store: MemoryStore, calls: Call[], vict
     }
     expect(call, `${where}: seqs follow call order (seq ${seq})`).toBeGreaterThan(lastCall);
     lastCall = call;
-    expect(firstDifference(r.state, calls[call]!.state), `${where}: seq ${seq} holds call ${call}'s state`).toBeUndefined();
+    expect(
+      firstDifference(r.state, calls[call]!.state),
+      `${where}: seq ${seq} holds call ${call}'s state`,
+    ).toBeUndefined();
     expect(r.meta, where).toEqual(calls[call]!.meta);
   }
   if (kind === 'fails before landing' || kind === 'fails after landing') expect(unowned, where).toBe(0);
@@ -86,7 +106,12 @@ async function batchCase(seed: number, kind: FaultKind): Promise<void> {
   const faults = new FaultStore(inner, { seed });
   // Small random delays reorder nothing (the engine writes one at a time) but move every await.
   faults.inject({ times: Infinity }, { type: 'delay', ms: () => (r.chance(0.3) ? r.int(3) : 0) });
-  const engine = await SnapshotEngine.open<Record<string, unknown>>({ store: faults, stream: STREAM, policy: { baseEvery: r.pick([1, 2, 3, 4]) }, updates: mode });
+  const engine = await SnapshotEngine.open<Record<string, unknown>>({
+    store: faults,
+    stream: STREAM,
+    policy: { baseEvery: r.pick([1, 2, 3, 4]) },
+    updates: mode,
+  });
   const calls: Call[] = [];
   let state = initialState(r);
   for (let i = r.int(5); i > 0; i--) {
@@ -146,8 +171,16 @@ describe('failures: one failed store operation among checkpoints in flight', () 
 });
 
 describe('failures: single cases', () => {
-  async function openWith(faults: FaultStore, updates: Mode = 'copy'): Promise<SnapshotEngine<{ n: number; log: string[] }>> {
-    return SnapshotEngine.open<{ n: number; log: string[] }>({ store: faults, stream: STREAM, policy: { baseEvery: 4 }, updates });
+  async function openWith(
+    faults: FaultStore,
+    updates: Mode = 'copy',
+  ): Promise<SnapshotEngine<{ n: number; log: string[] }>> {
+    return SnapshotEngine.open<{ n: number; log: string[] }>({
+      store: faults,
+      stream: STREAM,
+      policy: { baseEvery: 4 },
+      updates,
+    });
   }
 
   it('rejects STORAGE when a put fails before landing; the next checkpoint takes that seq as a base', async () => {
@@ -240,7 +273,12 @@ describe('failures: in-flight checkpoints with updates: immutable', () => {
     // checkpoints not yet encoded. Checkpoints 2 and 3 are captured while the engine's drain loop
     // is winding down after resolving 1, and checkpoint 2 ends up encoded with the Date's later value.
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open<{ when: Date; n: number }>({ store, stream: STREAM, policy: { baseEvery: 1 }, updates: 'immutable' });
+    const engine = await SnapshotEngine.open<{ when: Date; n: number }>({
+      store,
+      stream: STREAM,
+      policy: { baseEvery: 1 },
+      updates: 'immutable',
+    });
     const when = new Date(1000);
     let state = { when, n: 0 };
     await engine.checkpoint(state);
@@ -260,7 +298,12 @@ describe('failures: in-flight checkpoints with updates: immutable', () => {
     for (let seed = 1; seed <= 40; seed++) {
       const r = new Rng(seed);
       const store = new MemoryStore();
-      const engine = await SnapshotEngine.open<{ bytes: Uint8Array; when: Date; n: number }>({ store, stream: STREAM, policy: { baseEvery: 1 + r.int(3) }, updates: 'immutable' });
+      const engine = await SnapshotEngine.open<{ bytes: Uint8Array; when: Date; n: number }>({
+        store,
+        stream: STREAM,
+        policy: { baseEvery: 1 + r.int(3) },
+        updates: 'immutable',
+      });
       const bytes = new Uint8Array(4);
       const when = new Date(0);
       let state = { bytes, when, n: 0 };

@@ -2,7 +2,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FileStore, MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type CheckpointInfo, type Store } from 'statefold';
+import {
+  FileStore,
+  MemoryStore,
+  SnapshotEngine,
+  StatefoldError,
+  listCheckpoints,
+  restore,
+  type CheckpointInfo,
+  type Store,
+} from 'statefold';
 import { FaultStore } from 'statefold/testing';
 import { Rng, deepCopy } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
@@ -38,7 +47,11 @@ async function until(cond: () => boolean, what: string): Promise<void> {
   expect(cond(), `waited for ${what}`).toBe(true);
 }
 type State = { by: string; n: number; trail: string[] };
-const next = (s: State | undefined, by: string): State => ({ by, n: (s?.n ?? 0) + 1, trail: [...(s?.trail ?? []), by].slice(-12) });
+const next = (s: State | undefined, by: string): State => ({
+  by,
+  n: (s?.n ?? 0) + 1,
+  trail: [...(s?.trail ?? []), by].slice(-12),
+});
 
 /** One resolved checkpoint: who committed which seq with which state. */
 interface Commit {
@@ -60,17 +73,26 @@ async function expectOneHistory(store: Store, commits: Commit[], where: string):
   expect(listed, `${where}: committed seqs are 1..n`).toEqual(listed.map((_, i) => i + 1));
   // A filler closes a seq that a fenced engine never committed: no caller made it, and it equals the seq before.
   const fillers = new Set(entries.filter((c) => c.filler).map((c) => c.seq));
-  expect([...bySeq.keys()].sort((a, b) => a - b), `${where}: every committed seq but the fillers was acknowledged to exactly one caller`).toEqual(listed.filter((seq) => !fillers.has(seq)));
+  expect(
+    [...bySeq.keys()].sort((a, b) => a - b),
+    `${where}: every committed seq but the fillers was acknowledged to exactly one caller`,
+  ).toEqual(listed.filter((seq) => !fillers.has(seq)));
   for (const seq of listed) {
     const r = await restore<State>(store, STREAM, { seq });
     if (fillers.has(seq)) {
       expect(seq, `${where}: a filler has a seq before it`).toBeGreaterThan(1);
-      expect(firstDifference(r.state, (await restore<State>(store, STREAM, { seq: seq - 1 })).state), `${where}: filler seq ${seq} equals seq ${seq - 1}`).toBeUndefined();
+      expect(
+        firstDifference(r.state, (await restore<State>(store, STREAM, { seq: seq - 1 })).state),
+        `${where}: filler seq ${seq} equals seq ${seq - 1}`,
+      ).toBeUndefined();
       continue;
     }
     expect(firstDifference(r.state, bySeq.get(seq)!.state), `${where}: seq ${seq}`).toBeUndefined();
     // No lost update: every checkpoint extends the one before it.
-    if (seq > 1) expect(r.state.n, `${where}: seq ${seq} builds on seq ${seq - 1}`).toBe((await restore<State>(store, STREAM, { seq: seq - 1 })).state.n + 1);
+    if (seq > 1)
+      expect(r.state.n, `${where}: seq ${seq} builds on seq ${seq - 1}`).toBe(
+        (await restore<State>(store, STREAM, { seq: seq - 1 })).state.n + 1,
+      );
   }
   return listed.length;
 }
@@ -114,7 +136,10 @@ for (const { name, create } of engineStores) {
         const inner = await create();
         // Random small delays on A's writes; B opens on the store itself, without them, so that its
         // open can overtake A's queue (on the delayed store too, it came last every time).
-        const store = new FaultStore(inner, { seed }).inject({ times: Infinity }, { type: 'delay', ms: () => r.int(3) });
+        const store = new FaultStore(inner, { seed }).inject(
+          { times: Infinity },
+          { type: 'delay', ms: () => r.int(3) },
+        );
         const a = await SnapshotEngine.open<State>({ store, stream: STREAM, policy: { baseEvery: 1 + r.int(4) } });
         const calls: { state: State; promise: Promise<CheckpointInfo> }[] = [];
         let s: State | undefined;
@@ -143,8 +168,13 @@ for (const { name, create } of engineStores) {
         // B opened on the last checkpoint A committed, followed by the fillers B wrote to close the
         // seqs A never reached (when B's claim jumped ahead of A's back-to-back commits).
         const fillers = (await listCheckpoints(inner, STREAM)).filter((c) => c.filler).map((c) => c.seq);
-        expect(fillers.every((seq) => seq > commits.length && seq <= b.seq), `seed ${seed}: fillers only after A's last commit`).toBe(true);
-        expect(b.seq, `seed ${seed}: B opened on the last checkpoint A committed`).toBe(commits.length + fillers.length);
+        expect(
+          fillers.every((seq) => seq > commits.length && seq <= b.seq),
+          `seed ${seed}: fillers only after A's last commit`,
+        ).toBe(true);
+        expect(b.seq, `seed ${seed}: B opened on the last checkpoint A committed`).toBe(
+          commits.length + fillers.length,
+        );
         expect(b.state, `seed ${seed}`).toEqual(commits.length ? commits[commits.length - 1]!.state : undefined);
         let t = b.state;
         for (let i = 0; i < 2; i++) {
@@ -165,7 +195,10 @@ for (const { name, create } of engineStores) {
       for (let seed = 1; seed <= seeds.racing; seed++) {
         const r = new Rng(seed * 13);
         const inner = await create();
-        const store = new FaultStore(inner, { seed, log: false }).inject({ times: Infinity }, { type: 'delay', ms: () => (r.chance(0.5) ? r.int(3) : 0) });
+        const store = new FaultStore(inner, { seed, log: false }).inject(
+          { times: Infinity },
+          { type: 'delay', ms: () => (r.chance(0.5) ? r.int(3) : 0) },
+        );
         const commits: Commit[] = [];
         const errors: string[] = [];
         const agent = async (id: string): Promise<void> => {
@@ -187,7 +220,8 @@ for (const { name, create } of engineStores) {
               if (info.seq !== ++expected) errors.push(`${id}: seq ${info.seq}, expected ${expected}`);
               commits.push({ engine: id, seq: info.seq, state: deepCopy(s) });
             } catch (err) {
-              if (!(err instanceof StatefoldError && err.code === 'FENCED')) errors.push(`${id} checkpoint: ${String(err)}`);
+              if (!(err instanceof StatefoldError && err.code === 'FENCED'))
+                errors.push(`${id} checkpoint: ${String(err)}`);
               fenced++;
               return;
             }
@@ -208,7 +242,7 @@ for (const { name, create } of engineStores) {
 }
 
 describe('fencing: writes held in the store', () => {
-  it('fences A whose write is still in flight when B opens: A\'s write lands nowhere and A rejects FENCED', async () => {
+  it("fences A whose write is still in flight when B opens: A's write lands nowhere and A rejects FENCED", async () => {
     const inner = new MemoryStore();
     const faults = new FaultStore(inner);
     const a = await SnapshotEngine.open<State>({ store: faults, stream: STREAM });
@@ -227,7 +261,7 @@ describe('fencing: writes held in the store', () => {
     expect((await restore(inner, STREAM)).state).toEqual(s2);
   });
 
-  it('keeps A\'s write that landed before B opened, even when A hears back only afterwards', async () => {
+  it("keeps A's write that landed before B opened, even when A hears back only afterwards", async () => {
     const inner = new MemoryStore();
     const faults = new FaultStore(inner);
     const a = await SnapshotEngine.open<State>({ store: faults, stream: STREAM });
@@ -244,7 +278,7 @@ describe('fencing: writes held in the store', () => {
     expect((await b.checkpoint(next(s1, 'B'))).seq).toBe(2);
   });
 
-  it('recovers a stream whose open failed while its fence landed late: A is fenced, a new open resumes A\'s state', async () => {
+  it("recovers a stream whose open failed while its fence landed late: A is fenced, a new open resumes A's state", async () => {
     const inner = new MemoryStore();
     const a = await SnapshotEngine.open<State>({ store: inner, stream: STREAM });
     const s1 = next(undefined, 'A');

@@ -31,7 +31,9 @@ describe('kill: SIGKILL at random moments', () => {
   it('restores the last acknowledged checkpoint or the one in flight after each of 60 kills, and the next process resumes from it', async () => {
     const dir = await tempDir();
     const stats = await killRounds({ dir, kills: 60, seconds: 70, seed, baseEvery: 8 });
-    console.log(`kill: seed ${seed}: ${stats.kills} kills (${stats.killedBeforeOpen} before open), ${stats.restores} restores, ${stats.acks} acknowledged checkpoints, in-flight landed ${stats.inFlightLanded}x, ${stats.committed} committed, ${stats.historyChecks} history checks, ${stats.tempFiles} temp files left by kills`);
+    console.log(
+      `kill: seed ${seed}: ${stats.kills} kills (${stats.killedBeforeOpen} before open), ${stats.restores} restores, ${stats.acks} acknowledged checkpoints, in-flight landed ${stats.inFlightLanded}x, ${stats.committed} committed, ${stats.historyChecks} history checks, ${stats.tempFiles} temp files left by kills`,
+    );
     expect(stats.mismatches, `seed ${seed}`).toEqual([]);
     expect(stats.kills, `seed ${seed}: kills within the time budget`).toBeGreaterThanOrEqual(50);
     // Temp files of writes cut short by a kill are never listed, and the sweep removes them.

@@ -15,7 +15,11 @@ const STREAM = 'agent/retention';
 const noise = Array.from({ length: 400 }, (_, j) => `w${(j * 7919) % 1000}`).join(' ');
 
 async function writeStream(store: MemoryStore, n: number, baseEvery: number): Promise<unknown[]> {
-  const engine = await SnapshotEngine.open<{ noise: string; i: number }>({ store, stream: STREAM, policy: { baseEvery } });
+  const engine = await SnapshotEngine.open<{ noise: string; i: number }>({
+    store,
+    stream: STREAM,
+    policy: { baseEvery },
+  });
   const states: unknown[] = [undefined];
   for (let i = 1; i <= n; i++) {
     await engine.checkpoint({ noise, i });
@@ -35,7 +39,9 @@ describe('retention: gc cut short by a crash', () => {
   it('leaves every listed seq restorable, whatever store operation of gc the crash comes at', async () => {
     const original = new MemoryStore();
     const states = await writeStream(original, 14, 4);
-    expect((await listCheckpoints(original, STREAM)).map((c) => c.kind).filter((k) => k === 'delta').length).toBeGreaterThan(6);
+    expect(
+      (await listCheckpoints(original, STREAM)).map((c) => c.kind).filter((k) => k === 'delta').length,
+    ).toBeGreaterThan(6);
     const counter = new FaultStore(await copyOf(original));
     const report = await gc(counter, STREAM, { keepLast: 2, minAgeMs: 0 });
     expect(report.deleted.length).toBeGreaterThan(4);
@@ -43,16 +49,24 @@ describe('retention: gc cut short by a crash', () => {
     for (let crash = 0; crash < counter.count; crash++) {
       for (const landed of [false, true]) {
         const store = await copyOf(original);
-        await gc(new FaultStore(store).crashAt(crash, { landed }), STREAM, { keepLast: 2, minAgeMs: 0 }).catch(() => undefined);
+        await gc(new FaultStore(store).crashAt(crash, { landed }), STREAM, { keepLast: 2, minAgeMs: 0 }).catch(
+          () => undefined,
+        );
         const listed = (await listCheckpoints(store, STREAM)).map((c) => c.seq);
         // A gc cut short deletes less, never more: the newest keepLast are always there.
-        if (!listed.includes(states.length - 2) || !listed.includes(states.length - 1)) failures.push(`crash at gc operation ${crash}${landed ? ' after it landed' : ''}: listed [${listed.join(', ')}], without the newest two`);
+        if (!listed.includes(states.length - 2) || !listed.includes(states.length - 1))
+          failures.push(
+            `crash at gc operation ${crash}${landed ? ' after it landed' : ''}: listed [${listed.join(', ')}], without the newest two`,
+          );
         for (const seq of listed) {
           const got = await restore(store, STREAM, { seq }).then(
             (r) => firstDifference(r.state, states[seq]) ?? 'ok',
             (err: { code?: string; message?: string }) => `${err.code}: ${err.message}`,
           );
-          if (got !== 'ok') failures.push(`crash at gc operation ${crash}${landed ? ' after it landed' : ''}: listed [${listed[0]}..${listed[listed.length - 1]}], seq ${seq} -> ${got}`);
+          if (got !== 'ok')
+            failures.push(
+              `crash at gc operation ${crash}${landed ? ' after it landed' : ''}: listed [${listed[0]}..${listed[listed.length - 1]}], seq ${seq} -> ${got}`,
+            );
         }
       }
     }
@@ -68,7 +82,10 @@ describe('retention: gc cut short by a crash', () => {
     const secondBase = bases[1]!;
     // Crash right after the delete of the second base's key.
     const faults = new FaultStore(store);
-    faults.inject({ op: 'delete', key: (k) => k.includes(`/log/${secondBase.toString(16).padStart(16, '0')}`), times: Infinity }, { type: 'fail', landed: true });
+    faults.inject(
+      { op: 'delete', key: (k) => k.includes(`/log/${secondBase.toString(16).padStart(16, '0')}`), times: Infinity },
+      { type: 'fail', landed: true },
+    );
     // The fault did hit: the first gc rejects.
     await expect(gc(faults, STREAM, { keepLast: 1, minAgeMs: 0 })).rejects.toMatchObject({ code: 'STORAGE' });
     await gc(store, STREAM, { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 });
@@ -76,7 +93,10 @@ describe('retention: gc cut short by a crash', () => {
     expect(listed).toContain(14);
     for (const seq of listed) {
       const r = await restore(store, STREAM, { seq }).catch((err: { code?: string }) => err);
-      expect(firstDifference((r as { state?: unknown }).state, states[seq]), `listed seq ${seq}: ${(r as { code?: string }).code ?? 'ok'}`).toBeUndefined();
+      expect(
+        firstDifference((r as { state?: unknown }).state, states[seq]),
+        `listed seq ${seq}: ${(r as { code?: string }).code ?? 'ok'}`,
+      ).toBeUndefined();
     }
   });
 });
@@ -84,7 +104,11 @@ describe('retention: gc cut short by a crash', () => {
 describe('retention: readers while a writer deletes behind itself', () => {
   it('restores the newest checkpoint when gc deletes the chain the restore was reading', async () => {
     const inner = new MemoryStore();
-    const writer = await SnapshotEngine.open<{ noise: string; i: number }>({ store: inner, stream: STREAM, policy: { baseEvery: 3 } });
+    const writer = await SnapshotEngine.open<{ noise: string; i: number }>({
+      store: inner,
+      stream: STREAM,
+      policy: { baseEvery: 3 },
+    });
     await writer.checkpoint({ noise, i: 1 }); // base
     await writer.checkpoint({ noise, i: 2 }); // delta on 1
     // The reader lists [1, 2], reads 2, and its read of base 1 is held...
@@ -107,9 +131,17 @@ describe('retention: readers while a writer deletes behind itself', () => {
   it('never rejects a restore of the newest checkpoint while a writer with retention runs (seeded delays)', async () => {
     const inner = new MemoryStore();
     let seed = 7;
-    const rand = (): number => ((seed = (seed * 48271) % 2147483647) / 2147483647);
-    const slowReads = new FaultStore(inner, { log: false }).inject({ op: 'get', times: Infinity }, { type: 'delay', ms: () => Math.floor(rand() * 6) });
-    const writer = await SnapshotEngine.open<{ noise: string; i: number }>({ store: inner, stream: STREAM, policy: { baseEvery: 2 }, retention: { keepLast: 1 } });
+    const rand = (): number => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    const slowReads = new FaultStore(inner, { log: false }).inject(
+      { op: 'get', times: Infinity },
+      { type: 'delay', ms: () => Math.floor(rand() * 6) },
+    );
+    const writer = await SnapshotEngine.open<{ noise: string; i: number }>({
+      store: inner,
+      stream: STREAM,
+      policy: { baseEvery: 2 },
+      retention: { keepLast: 1 },
+    });
     await writer.checkpoint({ noise, i: 0 });
     let stop = false;
     const errors: string[] = [];

@@ -18,7 +18,9 @@ describe('takeover on the file store: another process committing back to back', 
       dirs.push(dir);
       const report = await takeOverBusyWriter(new FileStore({ dir }), ['file', dir], 'agent/takeover', 20 * round);
       opens.push(report.openMs);
-      console.log(`takeover (file): round ${round}: open took ${report.openMs.toFixed(1)} ms, old writer acknowledged ${report.acked}, ${report.fillers} fillers, new engine at seq ${report.seq}`);
+      console.log(
+        `takeover (file): round ${round}: open took ${report.openMs.toFixed(1)} ms, old writer acknowledged ${report.acked}, ${report.fillers} fillers, new engine at seq ${report.seq}`,
+      );
     }
     expect(opens).toHaveLength(3);
   }, 120_000);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type PendingPolicy, type Store } from 'statefold';
+import {
+  MemoryStore,
+  SnapshotEngine,
+  StatefoldError,
+  listCheckpoints,
+  restore,
+  type PendingPolicy,
+  type Store,
+} from 'statefold';
 import { FaultStore } from 'statefold/testing';
 
 /** A payment service that honours idempotency keys and counts what it was asked and what it did. */
@@ -59,7 +67,10 @@ describe('effects: crash at every point around an effect', () => {
         }
         const restored = await restore<OrderState>(inner, 'orders');
         expect(restored.state, where).toEqual(finalState);
-        expect(restored.effects.map((e) => e.status), where).toEqual(['done', 'done', 'done']);
+        expect(
+          restored.effects.map((e) => e.status),
+          where,
+        ).toEqual(['done', 'done', 'done']);
         cases++;
       }
     }
@@ -89,7 +100,9 @@ describe('effects: crash at every point around an effect', () => {
         // fn was not called again for the pending token.
         expect(service.requests.get(pending[0]!)).toBe(before.get(pending[0]!));
         // restore shows the operator which one.
-        expect((await restore(inner, 'orders')).effects.filter((e) => e.status === 'pending').map((e) => e.token)).toEqual(pending);
+        expect(
+          (await restore(inner, 'orders')).effects.filter((e) => e.status === 'pending').map((e) => e.token),
+        ).toEqual(pending);
       } else {
         expect(result, `crash at op ${at}`).toBeUndefined();
       }
@@ -125,11 +138,18 @@ describe('effects: ledger', () => {
       throw Object.assign(new Error('card declined'), { code: 'card_declined' });
     };
     await expect(engine.effect('pay', boom)).rejects.toThrow('card declined');
-    await expect(engine.effect('pay', boom)).rejects.toMatchObject({ code: 'EFFECT_FAILED', message: expect.stringContaining('card declined') });
+    await expect(engine.effect('pay', boom)).rejects.toMatchObject({
+      code: 'EFFECT_FAILED',
+      message: expect.stringContaining('card declined'),
+    });
     expect(calls).toBe(1);
     await engine.close();
     const rec = (await restore(store, 'f')).effects[0]!;
-    expect(rec).toMatchObject({ token: 'pay', status: 'failed', error: { name: 'Error', message: 'card declined', code: 'card_declined' } });
+    expect(rec).toMatchObject({
+      token: 'pay',
+      status: 'failed',
+      error: { name: 'Error', message: 'card declined', code: 'card_declined' },
+    });
   });
 
   it('calls a reconcile function for a pending token and records its answer', async () => {
@@ -146,12 +166,16 @@ describe('effects: ledger', () => {
     const b = await SnapshotEngine.open({ store: inner, stream: 'r' });
     expect(b.pendingEffects().map((e) => e.token)).toEqual(['send-email']);
     let called = false;
-    const result = await b.effect('send-email', () => ((called = true), 'again'), { onPending: async (token) => `reconciled ${token}` });
+    const result = await b.effect('send-email', () => ((called = true), 'again'), {
+      onPending: async (token) => `reconciled ${token}`,
+    });
     expect(result).toBe('reconciled send-email');
     expect(called).toBe(false);
     expect(b.pendingEffects()).toEqual([]);
     await b.close();
-    expect((await restore(inner, 'r')).effects).toEqual([expect.objectContaining({ token: 'send-email', status: 'done', result: 'reconciled send-email' })]);
+    expect((await restore(inner, 'r')).effects).toEqual([
+      expect.objectContaining({ token: 'send-email', status: 'done', result: 'reconciled send-email' }),
+    ]);
   });
 
   it('commits the intent with the state given, atomically', async () => {
@@ -159,13 +183,17 @@ describe('effects: ledger', () => {
     const engine = await SnapshotEngine.open<{ n: number }>({ store, stream: 'atomic' });
     await engine.checkpoint({ n: 0 });
     let calls = 0;
-    await engine.effect('x', async () => {
-      calls++;
-      const during = await restore(store, 'atomic');
-      expect(during.state).toEqual({ n: 1 });
-      expect(during.effects).toEqual([expect.objectContaining({ token: 'x', status: 'pending' })]);
-      return 1;
-    }, { state: { n: 1 } });
+    await engine.effect(
+      'x',
+      async () => {
+        calls++;
+        const during = await restore(store, 'atomic');
+        expect(during.state).toEqual({ n: 1 });
+        expect(during.effects).toEqual([expect.objectContaining({ token: 'x', status: 'pending' })]);
+        return 1;
+      },
+      { state: { n: 1 } },
+    );
     // The checks above ran: fn was called, once.
     expect(calls).toBe(1);
     await engine.close();
@@ -178,8 +206,11 @@ describe('effects: ledger', () => {
     const engine = await SnapshotEngine.open({ store, stream: 'u' });
     await engine.checkpoint({});
     let calls = 0;
-    const fn = async () => ((calls++), { handle: () => 1 });
-    await expect(engine.effect('h', fn)).rejects.toMatchObject({ code: 'INVALID_STATE', message: expect.stringContaining('result.handle') });
+    const fn = async () => (calls++, { handle: () => 1 });
+    await expect(engine.effect('h', fn)).rejects.toMatchObject({
+      code: 'INVALID_STATE',
+      message: expect.stringContaining('result.handle'),
+    });
     // Done (it ran), so it never runs again, and asking again says why there is no result.
     await expect(engine.effect('h', fn)).rejects.toMatchObject({ code: 'INVALID_STATE' });
     expect(calls).toBe(1);
@@ -203,13 +234,20 @@ describe('effects: ledger', () => {
   it('repeats the last meta in the checkpoints that record an effect, and names the stream without a state', async () => {
     const store = new MemoryStore();
     const engine = await SnapshotEngine.open({ store, stream: 'meta-fx' });
-    await expect(engine.effect('early', async () => 1)).rejects.toMatchObject({ code: 'INVALID_STATE', message: expect.stringContaining('"meta-fx"') });
+    await expect(engine.effect('early', async () => 1)).rejects.toMatchObject({
+      code: 'INVALID_STATE',
+      message: expect.stringContaining('"meta-fx"'),
+    });
     await engine.checkpoint({ x: 1 }, { meta: { step: 17 } });
     await engine.effect('pay', async () => 'ok');
     expect(engine.seq).toBe(3); // intent and outcome are checkpoints of their own
     expect(engine.meta).toEqual({ step: 17 });
     await engine.close();
-    expect((await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([{ step: 17 }, { step: 17 }, { step: 17 }]);
+    expect((await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([
+      { step: 17 },
+      { step: 17 },
+      { step: 17 },
+    ]);
     const again = await SnapshotEngine.open({ store, stream: 'meta-fx' });
     await again.effect('pay-2', async () => 'ok');
     await again.close();

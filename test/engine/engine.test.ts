@@ -41,7 +41,9 @@ for (const { name, create } of engineStores) {
       const store = await create();
       // A state much larger than each change, so that only baseEvery decides.
       let seed = 7;
-      const noise = Array.from({ length: 20_000 }, () => String.fromCharCode(33 + ((seed = (seed * 48271) % 2147483647) % 90))).join('');
+      const noise = Array.from({ length: 20_000 }, () =>
+        String.fromCharCode(33 + ((seed = (seed * 48271) % 2147483647) % 90)),
+      ).join('');
       const state = { big: noise, n: 0 };
       const engine = await SnapshotEngine.open({ store, stream: 'cadence', policy: { baseEvery: 4 } });
       const kinds: string[] = [];
@@ -59,7 +61,11 @@ for (const { name, create } of engineStores) {
     it('writes a base early when the deltas outgrow maxDeltaRatio of the base', async () => {
       const store = await create();
       const state: { log: string[] } = { log: [] };
-      const engine = await SnapshotEngine.open({ store, stream: 'ratio', policy: { baseEvery: 1000, maxDeltaRatio: 0.5 } });
+      const engine = await SnapshotEngine.open({
+        store,
+        stream: 'ratio',
+        policy: { baseEvery: 1000, maxDeltaRatio: 0.5 },
+      });
       const infos: CheckpointInfo[] = [];
       const random = mulberry32(11);
       for (let i = 0; i < 30; i++) {
@@ -97,8 +103,16 @@ for (const { name, create } of engineStores) {
       const second = engine.checkpoint(state);
       state.items.length = 0;
       const [a, b] = await Promise.all([first, second]);
-      expect((await restore(store, 'sync', { seq: a.seq })).state).toEqual({ items: [1, 2, 3], nested: { label: 'before' }, vec: new Float32Array([1, 2]) });
-      expect((await restore(store, 'sync', { seq: b.seq })).state).toEqual({ items: [1, 2, 3, 4], nested: { label: 'after' }, vec: new Float32Array([99, 2]) });
+      expect((await restore(store, 'sync', { seq: a.seq })).state).toEqual({
+        items: [1, 2, 3],
+        nested: { label: 'before' },
+        vec: new Float32Array([1, 2]),
+      });
+      expect((await restore(store, 'sync', { seq: b.seq })).state).toEqual({
+        items: [1, 2, 3, 4],
+        nested: { label: 'after' },
+        vec: new Float32Array([99, 2]),
+      });
       await engine.close();
     });
 
@@ -128,12 +142,18 @@ for (const { name, create } of engineStores) {
       const before = Date.now();
       const engine = await SnapshotEngine.open({ store, stream: 'history', policy: { baseEvery: 2 } });
       const infos: CheckpointInfo[] = [];
-      for (let i = 0; i < 5; i++) infos.push(await engine.checkpoint({ i, pad: 'p'.repeat(500) }, { meta: { step: i, tags: ['a'] } }));
+      for (let i = 0; i < 5; i++)
+        infos.push(await engine.checkpoint({ i, pad: 'p'.repeat(500) }, { meta: { step: i, tags: ['a'] } }));
       await engine.close();
       const list = await listCheckpoints(store, 'history');
       expect(list.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5]);
       for (let i = 0; i < 5; i++) {
-        expect(list[i]).toMatchObject({ seq: i + 1, kind: infos[i]!.kind, bytes: infos[i]!.bytes, meta: { step: i, tags: ['a'] } });
+        expect(list[i]).toMatchObject({
+          seq: i + 1,
+          kind: infos[i]!.kind,
+          bytes: infos[i]!.bytes,
+          meta: { step: i, tags: ['a'] },
+        });
         expect(list[i]!.createdAt).toBeGreaterThanOrEqual(before);
         expect(list[i]!.createdAt).toBeLessThanOrEqual(Date.now());
       }
@@ -143,9 +163,14 @@ for (const { name, create } of engineStores) {
     it('continues a stream from its last checkpoint when a new engine opens it', async () => {
       const store = await create();
       const a = await SnapshotEngine.open({ store, stream: 'resume', policy: { baseEvery: 4 } });
-      for (let i = 1; i <= 6; i++) await a.checkpoint({ step: i, history: Array.from({ length: i }, (_, k) => k) }, { meta: { step: i } });
+      for (let i = 1; i <= 6; i++)
+        await a.checkpoint({ step: i, history: Array.from({ length: i }, (_, k) => k) }, { meta: { step: i } });
       await a.close();
-      const b = await SnapshotEngine.open<{ step: number; history: number[] }>({ store, stream: 'resume', policy: { baseEvery: 4 } });
+      const b = await SnapshotEngine.open<{ step: number; history: number[] }>({
+        store,
+        stream: 'resume',
+        policy: { baseEvery: 4 },
+      });
       expect(b.seq).toBe(6);
       expect(b.meta).toEqual({ step: 6 });
       const state = b.state!;
@@ -203,7 +228,12 @@ describe('engine: step policy', () => {
   for (const updates of ['copy', 'immutable'] as const) {
     it(`checkpoints when the pending change exceeds maxPendingBytes (${updates})`, async () => {
       const store = new MemoryStore();
-      const engine = await SnapshotEngine.open({ store, stream: 'b', updates, policy: { maxPendingBytes: 1000, everyMs: Infinity, everySteps: Infinity } });
+      const engine = await SnapshotEngine.open({
+        store,
+        stream: 'b',
+        updates,
+        policy: { maxPendingBytes: 1000, everyMs: Infinity, everySteps: Infinity },
+      });
       let state: { notes: string[] } = { notes: [] };
       const fired: number[] = [];
       for (let i = 1; i <= 30; i++) {
@@ -252,7 +282,8 @@ describe('engine: lifecycle and arguments', () => {
     let phantoms = 2;
     // A conditional write that lost a race to a write that then failed: "exists", yet nothing is there.
     const store = Object.assign(Object.create(inner) as MemoryStore, {
-      putIfAbsent: async (key: string, body: Uint8Array) => (key.endsWith('log/0000000000000002') && phantoms-- > 0 ? false : inner.putIfAbsent(key, body)),
+      putIfAbsent: async (key: string, body: Uint8Array) =>
+        key.endsWith('log/0000000000000002') && phantoms-- > 0 ? false : inner.putIfAbsent(key, body),
       get: (key: string) => inner.get(key),
       list: (prefix: string, o?: { startAfter?: string }) => inner.list(prefix, o),
       delete: (key: string) => inner.delete(key),
@@ -276,12 +307,26 @@ describe('engine: lifecycle and arguments', () => {
 
   it('rejects malformed options with INVALID_ARGUMENT', async () => {
     const store = new MemoryStore();
-    await expect(SnapshotEngine.open({ store: {} as never, stream: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { baseEvery: 0 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('baseEvery') });
-    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { baseEvery: 2.5 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { everyMs: -1 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { basEvery: 3 } as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('basEvery') });
-    await expect(SnapshotEngine.open({ store, stream: 'x', updates: 'sometimes' as never })).rejects.toBeInstanceOf(StatefoldError);
+    await expect(SnapshotEngine.open({ store: {} as never, stream: 'x' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { baseEvery: 0 } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('baseEvery'),
+    });
+    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { baseEvery: 2.5 } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { everyMs: -1 } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(SnapshotEngine.open({ store, stream: 'x', policy: { basEvery: 3 } as never })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('basEvery'),
+    });
+    await expect(SnapshotEngine.open({ store, stream: 'x', updates: 'sometimes' as never })).rejects.toBeInstanceOf(
+      StatefoldError,
+    );
     // Nothing was written by the refused opens.
     expect(await store.list('')).toEqual([]);
   });
@@ -301,7 +346,9 @@ describe('engine: lifecycle and arguments', () => {
     ]) {
       await expect(call()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
-    await expect(restore(store, 'args', { seq: '1' as never })).rejects.toMatchObject({ message: expect.stringContaining('"1" (a string)') });
+    await expect(restore(store, 'args', { seq: '1' as never })).rejects.toMatchObject({
+      message: expect.stringContaining('"1" (a string)'),
+    });
   });
 
   it('rejects restore of a malformed, future or unknown seq with a typed error', async () => {
@@ -313,7 +360,11 @@ describe('engine: lifecycle and arguments', () => {
     for (const seq of [0, -1, 1.5, NaN, Infinity, '2' as never]) {
       await expect(restore(store, 'r', { seq }), String(seq)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
-    await expect(restore(store, 'r', { seq: 3 })).rejects.toMatchObject({ code: 'NOT_FOUND', seq: 3, message: expect.stringContaining('beyond the newest checkpoint, 2') });
+    await expect(restore(store, 'r', { seq: 3 })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      seq: 3,
+      message: expect.stringContaining('beyond the newest checkpoint, 2'),
+    });
     await engine.close();
   });
 });

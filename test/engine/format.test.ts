@@ -2,7 +2,15 @@ import { cp } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { FileStore, MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type Store } from 'statefold';
+import {
+  FileStore,
+  MemoryStore,
+  SnapshotEngine,
+  StatefoldError,
+  listCheckpoints,
+  restore,
+  type Store,
+} from 'statefold';
 import { V1_SEQS, V1_STREAM, v1Meta, v1State } from '../fixtures/v1-states.mjs';
 import { checkpointKey, forgeFrame, frameChecksum } from '../support/forge-frame.js';
 import { firstDifference } from '../support/same.js';
@@ -36,7 +44,9 @@ describe('format v1: the committed fixture', () => {
     // One object per seq, and in slot 1 also the fence the generator's engine wrote when it opened
     // the new stream (its base then went to the key after the fence's).
     expect(keys).toHaveLength(V1_SEQS + 1);
-    expect(new Set(keys.map((k) => parseInt(/\/log\/([0-9a-f]{16})/.exec(k)![1]!, 16)))).toEqual(new Set(Array.from({ length: V1_SEQS }, (_, i) => i + 1)));
+    expect(new Set(keys.map((k) => parseInt(/\/log\/([0-9a-f]{16})/.exec(k)![1]!, 16)))).toEqual(
+      new Set(Array.from({ length: V1_SEQS }, (_, i) => i + 1)),
+    );
     for (const key of keys) {
       const bytes = Buffer.from((await store.get(key))!);
       expect(bytes.subarray(0, 4).toString('latin1')).toBe('SFLD');
@@ -87,7 +97,12 @@ describe('damage: every object is verified when read', () => {
     const { store, keyOf } = await sample();
     const key = keyOf(2);
     const good = Buffer.from((await store.get(key))!);
-    for (const bad of [good.subarray(0, good.length - 1), good.subarray(0, 10), Buffer.alloc(0), Buffer.concat([good, Buffer.from([0])])]) {
+    for (const bad of [
+      good.subarray(0, good.length - 1),
+      good.subarray(0, 10),
+      Buffer.alloc(0),
+      Buffer.concat([good, Buffer.from([0])]),
+    ]) {
       await replace(store, key, bad);
       expectCorrupt(await restore(store, 'dmg', { seq: 3 }).catch((e: unknown) => e), 2, key, /short|declares/);
     }
@@ -118,7 +133,11 @@ describe('damage: every object is verified when read', () => {
     const { store, keyOf } = await sample();
     // Same stream and seqs, different content: a second history written elsewhere.
     const twin = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store: twin, stream: 'dmg', policy: { baseEvery: 3, maxDeltaRatio: Infinity } });
+    const engine = await SnapshotEngine.open({
+      store: twin,
+      stream: 'dmg',
+      policy: { baseEvery: 3, maxDeltaRatio: Infinity },
+    });
     for (let i = 1; i <= 3; i++) await engine.checkpoint({ i, text: 'different' });
     const key2 = (await listCheckpoints(twin, 'dmg'))[1]!;
     await engine.close();
@@ -136,10 +155,18 @@ describe('damage: every object is verified when read', () => {
     frame.writeUInt32LE(0xffffffff, 16);
     frame.writeUInt32LE(crc32(frame.subarray(0, frame.length - 4)), frame.length - 4);
     await replace(store, key, frame);
-    expectCorrupt(await restore(store, 'dmg', { seq: 4 }).catch((e: unknown) => e), 4, key, /exceeds the limit|more than/);
+    expectCorrupt(
+      await restore(store, 'dmg', { seq: 4 }).catch((e: unknown) => e),
+      4,
+      key,
+      /exceeds the limit|more than/,
+    );
     // And a smaller limit is honoured too.
     const { store: s2 } = await sample();
-    await expect(restore(s2, 'dmg', { seq: 4, maxPayloadBytes: 16 })).rejects.toMatchObject({ code: 'CORRUPT', message: expect.stringContaining('limit of 16') });
+    await expect(restore(s2, 'dmg', { seq: 4, maxPayloadBytes: 16 })).rejects.toMatchObject({
+      code: 'CORRUPT',
+      message: expect.stringContaining('limit of 16'),
+    });
   });
 
   it('reports an object that is not a frame at all as CORRUPT', async () => {
@@ -156,9 +183,16 @@ describe('forged frames: objects written from the format spec, not by statefold'
     const base = forgeFrame('base', { ...header, seq: 1, base: 1 }, { a: { b: [1, 2] }, n: 1 });
     expect(await store.putIfAbsent(checkpointKey('forged', 1), base)).toBe(true);
     // RFC 6902 operations as [code, pointer, value]: 0 add, 1 remove, 2 replace.
-    const delta = forgeFrame('delta', { ...header, seq: 2, base: 1, parent: frameChecksum(base) }, [[0, '/a/c', 'added'], [2, '/n', 2], [1, '/a/b/0']]);
+    const delta = forgeFrame('delta', { ...header, seq: 2, base: 1, parent: frameChecksum(base) }, [
+      [0, '/a/c', 'added'],
+      [2, '/n', 2],
+      [1, '/a/b/0'],
+    ]);
     expect(await store.putIfAbsent(checkpointKey('forged', 2), delta)).toBe(true);
-    expect((await listCheckpoints(store, 'forged')).map((c) => [c.seq, c.kind])).toEqual([[1, 'base'], [2, 'delta']]);
+    expect((await listCheckpoints(store, 'forged')).map((c) => [c.seq, c.kind])).toEqual([
+      [1, 'base'],
+      [2, 'delta'],
+    ]);
     expect((await restore(store, 'forged', { seq: 1 })).state).toEqual({ a: { b: [1, 2] }, n: 1 });
     expect((await restore(store, 'forged')).state).toEqual({ a: { b: [2], c: 'added' }, n: 2 });
     const engine = await SnapshotEngine.open<Record<string, unknown>>({ store, stream: 'forged' });
@@ -176,7 +210,11 @@ describe('forged frames: objects written from the format spec, not by statefold'
     const delta = forgeFrame('delta', { ...header, seq: 2, base: 1, parent: frameChecksum(base) }, [[2, '/n', 2]]);
     delta[delta.length - 1] = delta[delta.length - 1]! ^ 0xff;
     await store.putIfAbsent(checkpointKey('forged', 2), delta);
-    await expect(restore(store, 'forged')).rejects.toMatchObject({ code: 'CORRUPT', seq: 2, message: expect.stringContaining('checksum') });
+    await expect(restore(store, 'forged')).rejects.toMatchObject({
+      code: 'CORRUPT',
+      seq: 2,
+      message: expect.stringContaining('checksum'),
+    });
   });
 });
 
@@ -187,7 +225,15 @@ describe('prototype pollution: no stored patch can reach a prototype', () => {
     const engine = await SnapshotEngine.open({ store, stream: 'pp', policy: { maxDeltaRatio: Infinity } });
     const base = await engine.checkpoint({ a: {} });
     await engine.close();
-    const header = { stream: 'pp', seq: 2, epoch: 9, writer: 'ffffffffffffffff', createdAt: Date.UTC(2026, 0, 2), base: 1, parent: frameChecksum((await store.get(base.key))!) };
+    const header = {
+      stream: 'pp',
+      seq: 2,
+      epoch: 9,
+      writer: 'ffffffffffffffff',
+      createdAt: Date.UTC(2026, 0, 2),
+      base: 1,
+      parent: frameChecksum((await store.get(base.key))!),
+    };
     expect(await store.putIfAbsent(checkpointKey('pp', 2), forgeFrame('delta', header, ops))).toBe(true);
     return store;
   }

@@ -11,7 +11,8 @@ import { firstDifference } from '../support/same.js';
  */
 const SEED = Number(process.env.STATEFOLD_TEST_SEED ?? 1);
 
-type Json = null | boolean | number | string | Date | Float32Array | Float64Array | Uint8Array | Json[] | { [k: string]: Json };
+type Json =
+  null | boolean | number | string | Date | Float32Array | Float64Array | Uint8Array | Json[] | { [k: string]: Json };
 
 const KEYS = ['a', 'b', 'msg', '__proto__', 'constructor', '', 'x/y', 'm~n', '~1', 'toString', 'é', '0'];
 
@@ -39,7 +40,8 @@ const { tree } = fc.letrec<{ tree: Json; node: Json }>((tie) => ({
 /** fast-check's dictionary may build objects whose __proto__ key set a prototype: rebuild as own data. */
 function toPlain(d: Record<string, Json>): { [k: string]: Json } {
   const out: { [k: string]: Json } = {};
-  for (const k of Object.keys(d)) Object.defineProperty(out, k, { value: d[k], enumerable: true, writable: true, configurable: true });
+  for (const k of Object.keys(d))
+    Object.defineProperty(out, k, { value: d[k], enumerable: true, writable: true, configurable: true });
   return out;
 }
 
@@ -73,7 +75,13 @@ function copy<T>(v: T): T {
   if (Array.isArray(v)) return v.map(copy) as T;
   if (isContainer(v)) {
     const out: Record<string, Json> = {};
-    for (const k of Object.keys(v)) Object.defineProperty(out, k, { value: copy((v as Record<string, Json>)[k]), enumerable: true, writable: true, configurable: true });
+    for (const k of Object.keys(v))
+      Object.defineProperty(out, k, {
+        value: copy((v as Record<string, Json>)[k]),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out as T;
   }
   return v;
@@ -100,7 +108,8 @@ function mutate(root: Json, s: Step): Json {
     const values = Array.isArray(node) ? node : Object.values(node);
     const target = values.find((v) => v instanceof Date || ArrayBuffer.isView(v));
     if (target instanceof Date) target.setTime(target.getTime() + 1 + s.n);
-    else if (target && (target as Uint8Array).length > 0) (target as Uint8Array)[s.n % (target as Uint8Array).length] = (s.n % 200) + 1;
+    else if (target && (target as Uint8Array).length > 0)
+      (target as Uint8Array)[s.n % (target as Uint8Array).length] = (s.n % 200) + 1;
     return root;
   }
   if (Array.isArray(node)) {
@@ -120,7 +129,8 @@ function mutate(root: Json, s: Step): Json {
 function update(root: Json, s: Step): Json {
   // Reuse mutate on a path-copied root: copy containers along the chosen path first.
   if (s.action === 'replaceRoot') return copy(s.value);
-  const shallow = (v: Json): Json => (Array.isArray(v) ? [...v] : isContainer(v) ? toPlain(v as Record<string, Json>) : v);
+  const shallow = (v: Json): Json =>
+    Array.isArray(v) ? [...v] : isContainer(v) ? toPlain(v as Record<string, Json>) : v;
   const newRoot = shallow(root);
   let node: Json = newRoot;
   for (const choice of s.path) {
@@ -143,7 +153,8 @@ function update(root: Json, s: Step): Json {
     const [k, target] = found;
     const replacement = s.n % 2 ? copy(target) : target;
     if (replacement instanceof Date) replacement.setTime(replacement.getTime() + 1 + s.n);
-    else if ((replacement as Uint8Array).length > 0) (replacement as Uint8Array)[s.n % (replacement as Uint8Array).length] = (s.n % 200) + 1;
+    else if ((replacement as Uint8Array).length > 0)
+      (replacement as Uint8Array)[s.n % (replacement as Uint8Array).length] = (s.n % 200) + 1;
     if (Array.isArray(node)) node[k as number] = replacement;
     else setKey(node as Record<string, Json>, k as string, replacement);
     return newRoot;
@@ -166,7 +177,13 @@ function mutateAt(root: Json, node: Json, s: Step): Json {
   return root;
 }
 
-async function runScenario(updates: 'copy' | 'immutable', initial: Json, steps: Step[], baseEvery: number, maxDeltaRatio: number): Promise<void> {
+async function runScenario(
+  updates: 'copy' | 'immutable',
+  initial: Json,
+  steps: Step[],
+  baseEvery: number,
+  maxDeltaRatio: number,
+): Promise<void> {
   const store = new MemoryStore();
   const engine = await SnapshotEngine.open({ store, stream: 'prop', updates, policy: { baseEvery, maxDeltaRatio } });
   const expected = new Map<number, Json>();

@@ -22,6 +22,8 @@ describe('restart: a new process continues the stream on the same FileStore dir'
     expect(new Set(last.state.pid).size).toBe(3);
     const store = new FileStore({ dir });
     expect((await restore(store, 'agent-7')).state).toEqual(last.state);
-    expect((await listCheckpoints(store, 'agent-7')).map((c) => c.seq)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
+    expect((await listCheckpoints(store, 'agent-7')).map((c) => c.seq)).toEqual(
+      Array.from({ length: 11 }, (_, i) => i + 1),
+    );
   });
 });

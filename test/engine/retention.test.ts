@@ -26,7 +26,11 @@ describe('retention: gc deletes only behind a retained base', () => {
     const list = await listCheckpoints(store, 'ret');
     expect(list.map((c) => c.seq)).toEqual([13, 14, 15, 16, 17, 18, 19, 20]);
     for (const c of list) expect((await restore(store, 'ret', { seq: c.seq })).state).toEqual(states.get(c.seq));
-    await expect(restore(store, 'ret', { seq: 12 })).rejects.toMatchObject({ code: 'NOT_FOUND', seq: 12, message: expect.stringContaining('removed by retention') });
+    await expect(restore(store, 'ret', { seq: 12 })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      seq: 12,
+      message: expect.stringContaining('removed by retention'),
+    });
     // Running it again deletes nothing more.
     expect((await gc(store, 'ret', { keepLast: 6, minAgeMs: 0 })).deleted).toEqual([]);
   });
@@ -37,16 +41,28 @@ describe('retention: gc deletes only behind a retained base', () => {
     const list = await listCheckpoints(store, 'ret');
     const newest = list[list.length - 1]!.createdAt;
     // Everything was captured within the last hour: nothing goes.
-    expect((await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 }, { now: newest + 1000 })).deleted).toEqual([]);
+    expect(
+      (await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 }, { now: newest + 1000 })).deleted,
+    ).toEqual([]);
     // A day later, only keepLast holds: seq 10 is a base (bases at 1, 4, 7, 10), so 1..9 go.
-    const report = await gc(store, 'ret', { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 }, { now: newest + 86_400_000 });
+    const report = await gc(
+      store,
+      'ret',
+      { keepLast: 1, keepForMs: 3_600_000, minAgeMs: 0 },
+      { now: newest + 86_400_000 },
+    );
     expect(report).toMatchObject({ oldestRetained: 10, deleted: [1, 2, 3, 4, 5, 6, 7, 8, 9] });
     expect((await restore(store, 'ret')).seq).toBe(10);
   });
 
   it('runs in the background after each base when the engine has a retention, while writing', async () => {
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store, stream: 'auto', retention: { keepLast: 3, minAgeMs: 0 }, policy: { baseEvery: 5, maxDeltaRatio: Infinity } });
+    const engine = await SnapshotEngine.open({
+      store,
+      stream: 'auto',
+      retention: { keepLast: 3, minAgeMs: 0 },
+      policy: { baseEvery: 5, maxDeltaRatio: Infinity },
+    });
     const state = { n: 0 };
     for (let i = 1; i <= 40; i++) {
       state.n = i;
@@ -81,7 +97,9 @@ describe('retention: gc deletes only behind a retained base', () => {
     const store = new MemoryStore();
     await expect(gc(store, 'x', { keepLast: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(gc(store, 'x', {})).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    await expect(SnapshotEngine.open({ store, stream: 'x', retention: { keepForMs: -1 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(SnapshotEngine.open({ store, stream: 'x', retention: { keepForMs: -1 } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });
 

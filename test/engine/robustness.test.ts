@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryStore, SnapshotEngine, StatefoldError, gc, listCheckpoints, restore, type ListOptions, type Store, type StoreOptions } from 'statefold';
+import {
+  MemoryStore,
+  SnapshotEngine,
+  StatefoldError,
+  gc,
+  listCheckpoints,
+  restore,
+  type ListOptions,
+  type Store,
+  type StoreOptions,
+} from 'statefold';
 
 /** A store that hands each operation to `hook` first, so a test can act between two operations of another caller. */
 class HookStore implements Store {
@@ -55,7 +65,11 @@ describe('engine: close is a state', () => {
 
   it('still commits the last step that did not checkpoint, and an effect that settles while closing', async () => {
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store, stream: 'closing-effect', policy: { everySteps: 100, everyMs: Infinity } });
+    const engine = await SnapshotEngine.open({
+      store,
+      stream: 'closing-effect',
+      policy: { everySteps: 100, everyMs: Infinity },
+    });
     await engine.checkpoint({ n: 0 });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -134,11 +148,20 @@ describe('values: every JS string round-trips, lone surrogates included', () => 
   for (const updates of ['copy', 'immutable'] as const) {
     it(`keeps lone surrogates in values, keys, meta and ops exactly (${updates})`, async () => {
       const store = new MemoryStore();
-      const engine = await SnapshotEngine.open<Record<string, unknown>>({ store, stream: `lone-${updates}`, updates, policy: { baseEvery: 100, maxDeltaRatio: Infinity } });
+      const engine = await SnapshotEngine.open<Record<string, unknown>>({
+        store,
+        stream: `lone-${updates}`,
+        updates,
+        policy: { baseEvery: 100, maxDeltaRatio: Infinity },
+      });
       const base = { texts: [...lone], byKey: Object.fromEntries(lone.map((k, i) => [k, i])), plain: 'é' };
       await engine.checkpoint(base, { meta: { note: lone[1] } });
       // A delta: the pointer of each op names a key with a lone surrogate.
-      const next = { ...base, byKey: { ...base.byKey, [lone[0]!]: 'changed', [`new${lone[2]}`]: lone[3] }, texts: [...lone, lone[4]] };
+      const next = {
+        ...base,
+        byKey: { ...base.byKey, [lone[0]!]: 'changed', [`new${lone[2]}`]: lone[3] },
+        texts: [...lone, lone[4]],
+      };
       const info = await engine.checkpoint(next);
       expect(info.kind).toBe('delta');
       await engine.close();
@@ -175,10 +198,42 @@ describe('errors: one boundary for capture and for store calls', () => {
       const engine = await SnapshotEngine.open<unknown>({ store, stream: `traps-${updates}`, updates });
       let n = 1;
       await engine.checkpoint({ ok: { n } });
-      const getter = { ok: { n: 1 }, bad: Object.defineProperty({}, 'x', { enumerable: true, get: () => { throw new TypeError('getter exploded'); } }) };
-      const ownKeys = { ok: { n: 1 }, bad: new Proxy({}, { ownKeys: () => { throw 42; } }) };
-      const proto = { ok: { n: 1 }, bad: new Proxy({}, { getPrototypeOf: () => { throw Symbol('trap'); } }) };
-      for (const [what, state] of [['getter', getter], ['ownKeys', ownKeys], ['getPrototypeOf', proto]] as const) {
+      const getter = {
+        ok: { n: 1 },
+        bad: Object.defineProperty({}, 'x', {
+          enumerable: true,
+          get: () => {
+            throw new TypeError('getter exploded');
+          },
+        }),
+      };
+      const ownKeys = {
+        ok: { n: 1 },
+        bad: new Proxy(
+          {},
+          {
+            ownKeys: () => {
+              throw 42;
+            },
+          },
+        ),
+      };
+      const proto = {
+        ok: { n: 1 },
+        bad: new Proxy(
+          {},
+          {
+            getPrototypeOf: () => {
+              throw Symbol('trap');
+            },
+          },
+        ),
+      };
+      for (const [what, state] of [
+        ['getter', getter],
+        ['ownKeys', ownKeys],
+        ['getPrototypeOf', proto],
+      ] as const) {
         const err = await engine.checkpoint(state).catch((e: unknown) => e);
         expect(err, what).toBeInstanceOf(StatefoldError);
         expect(err, what).toMatchObject({ code: 'INVALID_STATE', stream: `traps-${updates}` });
@@ -196,11 +251,40 @@ describe('errors: one boundary for capture and for store calls', () => {
 
   const misbehaving: [string, (inner: Store) => Store, string][] = [
     ['get answers a string', (inner) => new HookStore(inner, () => undefined, { get: () => 'bytes' }), 'STORAGE'],
-    ['list answers an object', (inner) => new HookStore(inner, () => undefined, { list: () => ({ keys: [] }) }), 'STORAGE'],
-    ['putIfAbsent answers a string', (inner) => new HookStore(inner, () => undefined, { putIfAbsent: () => 'yes' }), 'STORAGE'],
-    ['get throws 42', (inner) => new HookStore(inner, (op) => { if (op === 'get') throw 42; }), 'STORAGE'],
-    ['list throws a symbol', (inner) => new HookStore(inner, (op) => { if (op === 'list') throw Symbol('nope'); }), 'STORAGE'],
-    ['list throws an object without toString', (inner) => new HookStore(inner, (op) => { if (op === 'list') throw Object.create(null); }), 'STORAGE'],
+    [
+      'list answers an object',
+      (inner) => new HookStore(inner, () => undefined, { list: () => ({ keys: [] }) }),
+      'STORAGE',
+    ],
+    [
+      'putIfAbsent answers a string',
+      (inner) => new HookStore(inner, () => undefined, { putIfAbsent: () => 'yes' }),
+      'STORAGE',
+    ],
+    [
+      'get throws 42',
+      (inner) =>
+        new HookStore(inner, (op) => {
+          if (op === 'get') throw 42;
+        }),
+      'STORAGE',
+    ],
+    [
+      'list throws a symbol',
+      (inner) =>
+        new HookStore(inner, (op) => {
+          if (op === 'list') throw Symbol('nope');
+        }),
+      'STORAGE',
+    ],
+    [
+      'list throws an object without toString',
+      (inner) =>
+        new HookStore(inner, (op) => {
+          if (op === 'list') throw Object.create(null);
+        }),
+      'STORAGE',
+    ],
   ];
   for (const [what, make] of misbehaving) {
     it(`rejects with a StatefoldError when a store misbehaves: ${what}`, async () => {
@@ -209,9 +293,14 @@ describe('errors: one boundary for capture and for store calls', () => {
       await seed.checkpoint({ a: 1 });
       await seed.close();
       const store = make(inner);
-      const reads = what.startsWith('putIfAbsent') ? [] : [() => restore(store, 'm'), () => listCheckpoints(store, 'm')];
+      const reads = what.startsWith('putIfAbsent')
+        ? []
+        : [() => restore(store, 'm'), () => listCheckpoints(store, 'm')];
       for (const attempt of [() => SnapshotEngine.open({ store, stream: 'm' }), ...reads]) {
-        const err = await attempt().then(() => undefined, (e: unknown) => e);
+        const err = await attempt().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(err, what).toBeInstanceOf(StatefoldError);
         expect(err, what).toMatchObject({ code: 'STORAGE' });
         expect((err as Error).message, what).toMatch(/(^|: )(get|list|putIfAbsent) s\.m/);
@@ -222,9 +311,16 @@ describe('errors: one boundary for capture and for store calls', () => {
   it('fails TIMEOUT when a store call never settles, within storeTimeoutMs', async () => {
     const inner = new MemoryStore();
     const never = new HookStore(inner, (op) => (op === 'list' ? new Promise<void>(() => undefined) : undefined));
-    await expect(SnapshotEngine.open({ store: never, stream: 't', storeTimeoutMs: 50 })).rejects.toMatchObject({ code: 'TIMEOUT' });
-    await expect(restore(never, 't', { storeTimeoutMs: 50 })).rejects.toMatchObject({ code: 'TIMEOUT', message: expect.stringMatching(/^list .*within 50 ms/) });
-    await expect(SnapshotEngine.open({ store: inner, stream: 't', storeTimeoutMs: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(SnapshotEngine.open({ store: never, stream: 't', storeTimeoutMs: 50 })).rejects.toMatchObject({
+      code: 'TIMEOUT',
+    });
+    await expect(restore(never, 't', { storeTimeoutMs: 50 })).rejects.toMatchObject({
+      code: 'TIMEOUT',
+      message: expect.stringMatching(/^list .*within 50 ms/),
+    });
+    await expect(SnapshotEngine.open({ store: inner, stream: 't', storeTimeoutMs: 0 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 
   it('rejects ABORTED, not STORAGE, when the caller aborts', async () => {
@@ -234,7 +330,11 @@ describe('errors: one boundary for capture and for store calls', () => {
     await engine.close();
     const controller = new AbortController();
     controller.abort(new Error('user cancelled'));
-    for (const attempt of [() => restore(inner, 'ab', { signal: controller.signal }), () => listCheckpoints(inner, 'ab', { signal: controller.signal }), () => gc(inner, 'ab', { keepLast: 1 }, { signal: controller.signal })]) {
+    for (const attempt of [
+      () => restore(inner, 'ab', { signal: controller.signal }),
+      () => listCheckpoints(inner, 'ab', { signal: controller.signal }),
+      () => gc(inner, 'ab', { keepLast: 1 }, { signal: controller.signal }),
+    ]) {
       await expect(attempt()).rejects.toMatchObject({ code: 'ABORTED' });
     }
     // Aborted while the store works: the store's own failure is the cause.

@@ -2,7 +2,27 @@ import { describe, expect, it } from 'vitest';
 import { FileStore, MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore } from 'statefold';
 import { tempDir } from '../support/stores.js';
 
-const tricky = ['../x', 'a/b', 'a%2Fb', 'a~2fb', 'A', 'a', '.', '..', 'h.deadbeef', 's.a', 'ünïcødé', '日本語', '🙂', ' ', 'a b', 'x'.repeat(512), 'é'.repeat(256), 'CON', 'nul'];
+const tricky = [
+  '../x',
+  'a/b',
+  'a%2Fb',
+  'a~2fb',
+  'A',
+  'a',
+  '.',
+  '..',
+  'h.deadbeef',
+  's.a',
+  'ünïcødé',
+  '日本語',
+  '🙂',
+  ' ',
+  'a b',
+  'x'.repeat(512),
+  'é'.repeat(256),
+  'CON',
+  'nul',
+];
 
 describe('streams: ids', () => {
   it('keeps every tricky id in its own key space: distinct, contained, restorable', async () => {
@@ -37,7 +57,11 @@ describe('streams: ids', () => {
 
   it('restores NOT_FOUND for a stream with no checkpoint, even one that was opened', async () => {
     const store = new MemoryStore();
-    await expect(restore(store, 'ghost')).rejects.toMatchObject({ code: 'NOT_FOUND', stream: 'ghost', message: expect.stringContaining('"ghost"') });
+    await expect(restore(store, 'ghost')).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+      stream: 'ghost',
+      message: expect.stringContaining('"ghost"'),
+    });
     const engine = await SnapshotEngine.open({ store, stream: 'opened-only' });
     await expect(restore(store, 'opened-only')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(await listCheckpoints(store, 'opened-only')).toEqual([]);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo, type ListOptions, type Store, type StoreOptions } from 'statefold';
+import {
+  SnapshotEngine,
+  listCheckpoints,
+  restore,
+  type CheckpointInfo,
+  type ListOptions,
+  type Store,
+  type StoreOptions,
+} from 'statefold';
 import { mulberry32 } from '../support/prng.mjs';
 import { engineStores } from '../support/stores.js';
 
@@ -76,16 +84,24 @@ for (const { name, create } of engineStores) {
         const mine = await fresh.checkpoint({ by: 'new', n: 0 });
         expect(mine.seq).toBe(fresh.seq);
         const entries = await listCheckpoints(inner, stream);
-        expect(entries.map((e) => e.seq), `seed ${seed}: seqs are contiguous`).toEqual(entries.map((_, i) => i + 1));
+        expect(
+          entries.map((e) => e.seq),
+          `seed ${seed}: seqs are contiguous`,
+        ).toEqual(entries.map((_, i) => i + 1));
         expect(entries[entries.length - 1]!.seq).toBe(mine.seq);
-        expect((await restore<State>(inner, stream)).state, `seed ${seed}: the newest state is the new engine's`).toEqual({ by: 'new', n: 0 });
+        expect(
+          (await restore<State>(inner, stream)).state,
+          `seed ${seed}: the newest state is the new engine's`,
+        ).toEqual({ by: 'new', n: 0 });
         // Every seq the old writer was told committed holds its state; every other seq before the new
         // engine's is a filler equal to the seq before it.
         for (const entry of entries.slice(0, -1)) {
           const got = (await restore<State>(inner, stream, { seq: entry.seq })).state;
           if (entry.filler) {
             expect(acked.has(entry.seq), `seed ${seed}: filler seq ${entry.seq} was not acknowledged`).toBe(false);
-            expect(got, `seed ${seed}: filler seq ${entry.seq}`).toEqual((await restore<State>(inner, stream, { seq: entry.seq - 1 })).state);
+            expect(got, `seed ${seed}: filler seq ${entry.seq}`).toEqual(
+              (await restore<State>(inner, stream, { seq: entry.seq - 1 })).state,
+            );
           } else {
             expect(got, `seed ${seed}: seq ${entry.seq}`).toEqual(acked.get(entry.seq));
           }

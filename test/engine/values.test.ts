@@ -13,16 +13,32 @@ async function roundTrip(value: unknown, updates: 'copy' | 'immutable' = 'copy')
 
 describe('state values: what restores', () => {
   it('restores JSON values deep-equal, at the root too', async () => {
-    for (const value of [0, 1.5, 'text', '', true, false, null, [], {}, [1, 'a', null, [true, { x: [] }]], { a: { b: { c: [1, 2, { d: 'e' }] } } }]) {
+    for (const value of [
+      0,
+      1.5,
+      'text',
+      '',
+      true,
+      false,
+      null,
+      [],
+      {},
+      [1, 'a', null, [true, { x: [] }]],
+      { a: { b: { c: [1, 2, { d: 'e' }] } } },
+    ]) {
       expect(await roundTrip(value), JSON.stringify(value)).toEqual(value);
     }
   });
 
   it('restores keys such as __proto__, constructor, "", and keys with / and ~ as plain data', async () => {
-    const state = JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}, "": "empty", "a/b": 1, "c~d": 2, "~1": 3, "nested": {"__proto__": [1]}}');
+    const state = JSON.parse(
+      '{"__proto__": {"polluted": true}, "constructor": {"prototype": 1}, "": "empty", "a/b": 1, "c~d": 2, "~1": 3, "nested": {"__proto__": [1]}}',
+    );
     for (const updates of modes) {
       const back = (await roundTrip(state, updates)) as Record<string, unknown>;
-      expect(Object.getOwnPropertyNames(back).sort()).toEqual(['', '__proto__', 'a/b', 'c~d', 'constructor', 'nested', '~1'].sort());
+      expect(Object.getOwnPropertyNames(back).sort()).toEqual(
+        ['', '__proto__', 'a/b', 'c~d', 'constructor', 'nested', '~1'].sort(),
+      );
       expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
       expect(Object.getOwnPropertyDescriptor(back, '__proto__')!.value).toEqual({ polluted: true });
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -35,7 +51,12 @@ describe('state values: what restores', () => {
   it('restores changes made through keys such as __proto__ and "a/b" in later deltas', async () => {
     for (const updates of modes) {
       const store = new MemoryStore();
-      const engine = await SnapshotEngine.open({ store, stream: 'k', updates, policy: { baseEvery: 100, maxDeltaRatio: Infinity } });
+      const engine = await SnapshotEngine.open({
+        store,
+        stream: 'k',
+        updates,
+        policy: { baseEvery: 100, maxDeltaRatio: Infinity },
+      });
       let state = JSON.parse('{"x": {"__proto__": {"v": 1}, "a/b": {"~": 1}}}');
       await engine.checkpoint(state);
       state = JSON.parse('{"x": {"__proto__": {"v": 2, "w": 3}, "a/b": {"~": 2}, "__proto__2": 0}}');
@@ -82,7 +103,10 @@ describe('state values: what restores', () => {
   });
 
   it('restores NaN, Infinity, -Infinity and -0 exactly', async () => {
-    const back = (await roundTrip({ a: NaN, b: Infinity, c: -Infinity, d: -0, e: [-0, 0], f: 0 })) as Record<string, unknown>;
+    const back = (await roundTrip({ a: NaN, b: Infinity, c: -Infinity, d: -0, e: [-0, 0], f: 0 })) as Record<
+      string,
+      unknown
+    >;
     expect(back.a).toBeNaN();
     expect(back.b).toBe(Infinity);
     expect(back.c).toBe(-Infinity);
@@ -117,7 +141,11 @@ describe('state values: what restores', () => {
 describe('state values: changes inside Date and typed arrays are never missed', () => {
   it('copy mode: in-place edits of a typed array and a Date are checkpointed', async () => {
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store, stream: 'leaf', policy: { baseEvery: 100, maxDeltaRatio: Infinity } });
+    const engine = await SnapshotEngine.open({
+      store,
+      stream: 'leaf',
+      policy: { baseEvery: 100, maxDeltaRatio: Infinity },
+    });
     const state = { emb: new Float32Array([1, 2, 3]), at: new Date(1000) };
     await engine.checkpoint(state);
     state.emb[1] = 42;
@@ -136,8 +164,16 @@ describe('state values: changes inside Date and typed arrays are never missed', 
 
   it('immutable mode: a typed array or Date changed in place inside an unchanged subtree is still checkpointed', async () => {
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store, stream: 'leaf-i', updates: 'immutable', policy: { baseEvery: 100, maxDeltaRatio: Infinity } });
-    const docs = [{ id: 'a', emb: new Float32Array([1, 2]) }, { id: 'b', emb: new Float32Array([3, 4]), seen: new Date(5) }];
+    const engine = await SnapshotEngine.open({
+      store,
+      stream: 'leaf-i',
+      updates: 'immutable',
+      policy: { baseEvery: 100, maxDeltaRatio: Infinity },
+    });
+    const docs = [
+      { id: 'a', emb: new Float32Array([1, 2]) },
+      { id: 'b', emb: new Float32Array([3, 4]), seen: new Date(5) },
+    ];
     const s1 = { docs, other: { x: 1 } };
     await engine.checkpoint(s1);
     // Same references everywhere; only the bytes and the time changed.
@@ -170,7 +206,12 @@ describe('state values: changes inside Date and typed arrays are never missed', 
 
   it('immutable mode: a checkpoint captured before an in-place typed-array edit keeps the earlier bytes', async () => {
     const store = new MemoryStore();
-    const engine = await SnapshotEngine.open({ store, stream: 'versions', updates: 'immutable', policy: { baseEvery: 1 } });
+    const engine = await SnapshotEngine.open({
+      store,
+      stream: 'versions',
+      updates: 'immutable',
+      policy: { baseEvery: 1 },
+    });
     const emb = new Float32Array([1, 1]);
     const state = { emb };
     // Every checkpoint is a base, encoded after the next capture: each must see its own bytes.
@@ -199,7 +240,16 @@ describe('state values: what is rejected', () => {
     ['a Map', () => ({ m: new Map() }), '$.m', 'a Map'],
     ['a Set', () => ({ 'odd key': new Set() }), '$["odd key"]', 'a Set'],
     ['undefined as the state', () => undefined, '$', 'undefined'],
-    ['a cycle', () => { const a: Record<string, unknown> = { b: { c: {} } }; (a.b as Record<string, Record<string, unknown>>).c!.back = a; return a; }, '$.b.c.back', 'a cycle'],
+    [
+      'a cycle',
+      () => {
+        const a: Record<string, unknown> = { b: { c: {} } };
+        (a.b as Record<string, Record<string, unknown>>).c!.back = a;
+        return a;
+      },
+      '$.b.c.back',
+      'a cycle',
+    ],
   ];
   for (const updates of modes) {
     for (const [name, make, path, what] of cases) {
@@ -228,7 +278,10 @@ describe('state values: what is rejected', () => {
     const s1 = { kept: { a: 1 } };
     await engine.checkpoint(s1);
     const fresh = { list: [1, 2], nested: { x: 1 } };
-    await expect(engine.checkpoint({ ...s1, fresh, bad: () => 1 })).rejects.toMatchObject({ code: 'INVALID_STATE', path: '$.bad' });
+    await expect(engine.checkpoint({ ...s1, fresh, bad: () => 1 })).rejects.toMatchObject({
+      code: 'INVALID_STATE',
+      path: '$.bad',
+    });
     expect(Object.isFrozen(fresh)).toBe(false);
     expect(Object.isFrozen(fresh.nested)).toBe(false);
     fresh.list.push(3);
@@ -240,7 +293,10 @@ describe('state values: what is rejected', () => {
 
   it('rejects meta that cannot be encoded with INVALID_STATE naming meta', async () => {
     const engine = await SnapshotEngine.open({ store: new MemoryStore(), stream: 'm' });
-    await expect(engine.checkpoint({ a: 1 }, { meta: { cb: () => 1 } })).rejects.toMatchObject({ code: 'INVALID_STATE', path: 'meta.cb' });
+    await expect(engine.checkpoint({ a: 1 }, { meta: { cb: () => 1 } })).rejects.toMatchObject({
+      code: 'INVALID_STATE',
+      path: 'meta.cb',
+    });
     expect((await engine.checkpoint({ a: 1 }, { meta: { ok: new Date(1) } })).seq).toBe(1);
     await engine.close();
   });
@@ -251,7 +307,10 @@ describe('state values: what is rejected', () => {
     let node = root;
     for (let i = 0; i < 100; i++) node = (node.next = {}) as Record<string, unknown>;
     node.loop = root;
-    await expect(engine.checkpoint(root)).rejects.toMatchObject({ code: 'INVALID_STATE', message: expect.stringContaining('a cycle') });
+    await expect(engine.checkpoint(root)).rejects.toMatchObject({
+      code: 'INVALID_STATE',
+      message: expect.stringContaining('a cycle'),
+    });
     await engine.close();
   });
 });

@@ -38,7 +38,8 @@ function defineSuite(env: S3TestEnv): void {
     return client;
   };
   const prefixFor = (name: string): string => `${RUN}/${name}-${++n}/`;
-  const store = (prefix: string, options: Parameters<typeof s3Store>[2] = {}): S3Store => s3Store(env, prefix, { client: newClient(), ...options });
+  const store = (prefix: string, options: Parameters<typeof s3Store>[2] = {}): S3Store =>
+    s3Store(env, prefix, { client: newClient(), ...options });
 
   afterAll(async () => {
     await removePrefix(admin, env.bucket, `${RUN}/`);
@@ -46,10 +47,18 @@ function defineSuite(env: S3TestEnv): void {
     admin.destroy();
   }, 300_000);
 
-  const initial = (): AgentState => ({ step: 0, messages: [], plan: [{ id: 1, done: false }], counters: { tokens: 0 } });
+  const initial = (): AgentState => ({
+    step: 0,
+    messages: [],
+    plan: [{ id: 1, done: false }],
+    counters: { tokens: 0 },
+  });
   const advance = (s: AgentState, rand: () => number): void => {
     s.step++;
-    s.messages.push({ role: s.step % 2 ? 'user' : 'assistant', text: `message ${s.step} ${Math.floor(rand() * 1e9).toString(36)}` });
+    s.messages.push({
+      role: s.step % 2 ? 'user' : 'assistant',
+      text: `message ${s.step} ${Math.floor(rand() * 1e9).toString(36)}`,
+    });
     if (s.messages.length > 40) s.messages.shift();
     s.counters.tokens = (s.counters.tokens ?? 0) + Math.floor(rand() * 500);
     if (rand() < 0.2) s.plan.push({ id: s.plan.length + 1, done: false });
@@ -79,7 +88,8 @@ function defineSuite(env: S3TestEnv): void {
       expect(latest.seq).toBe(6);
       expect(latest.state).toEqual(states[5]);
       expect(latest.meta).toEqual({ step: 6 });
-      for (const seq of [1, 3, 5]) expect((await restore<AgentState>(other, 'agent-42', { seq })).state).toEqual(states[seq - 1]);
+      for (const seq of [1, 3, 5])
+        expect((await restore<AgentState>(other, 'agent-42', { seq })).state).toEqual(states[seq - 1]);
       const list = await listCheckpoints(other, 'agent-42');
       expect(list.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5, 6]);
       expect(list.map((c) => c.meta)).toEqual(states.map((st) => ({ step: st.step })));
@@ -124,12 +134,22 @@ function defineSuite(env: S3TestEnv): void {
         const prefix = prefixFor(forced ? 'large-forced' : 'large');
         // With the checks off the store always uploads in parts; on a server whose completion
         // ignores If-None-Match (Ceph RGW 16) it otherwise sends one conditional PutObject.
-        const s = store(prefix, { multipartThreshold: MiB, partSize: 5 * MiB, ...(forced && { unsafeAllowUnconditionalWrites: true }) });
-        const engine = await SnapshotEngine.open<AgentState>({ store: s, stream: 'big-agent', policy: { baseEvery: 32 } });
+        const s = store(prefix, {
+          multipartThreshold: MiB,
+          partSize: 5 * MiB,
+          ...(forced && { unsafeAllowUnconditionalWrites: true }),
+        });
+        const engine = await SnapshotEngine.open<AgentState>({
+          store: s,
+          stream: 'big-agent',
+          policy: { baseEvery: 32 },
+        });
         const state = initial();
         // Random base64 text does not compress much: the base frame stays several MiB.
         const rand = mulberry32(4);
-        state.blobs = Array.from({ length: 96 }, () => Buffer.from(Uint32Array.from({ length: 12 * 1024 }, () => rand() * 2 ** 32).buffer).toString('base64'));
+        state.blobs = Array.from({ length: 96 }, () =>
+          Buffer.from(Uint32Array.from({ length: 12 * 1024 }, () => rand() * 2 ** 32).buffer).toString('base64'),
+        );
         const base = await engine.checkpoint(state);
         expect(base.kind).toBe('base');
         expect(base.bytes).toBeGreaterThan(5 * MiB);
@@ -154,7 +174,11 @@ function defineSuite(env: S3TestEnv): void {
       const seed = Number(process.env.STATEFOLD_TEST_SEED ?? 1);
       const rand = mulberry32(seed);
       const prefix = prefixFor('many');
-      const engine = await SnapshotEngine.open<AgentState>({ store: store(prefix), stream: 'agent-42', policy: { baseEvery: 32 } });
+      const engine = await SnapshotEngine.open<AgentState>({
+        store: store(prefix),
+        stream: 'agent-42',
+        policy: { baseEvery: 32 },
+      });
       const state = initial();
       const states: AgentState[] = [];
       const pending: Promise<CheckpointInfo>[] = [];

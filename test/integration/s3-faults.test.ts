@@ -45,7 +45,13 @@ function defineSuite(env: S3TestEnv): void {
       const prefix = `${RUN}/a/`;
       const stream = 'agent/faults';
       // Few tries per request, so that some checkpoints fail outright and the engine's own recovery is exercised too.
-      const storeOptions = { endpoint: proxy.endpoint, maxAttempts: 2, retryBaseDelayMs: 5, retryMaxDelayMs: 50, requestTimeoutMs: 5_000 };
+      const storeOptions = {
+        endpoint: proxy.endpoint,
+        maxAttempts: 2,
+        retryBaseDelayMs: 5,
+        retryMaxDelayMs: 50,
+        requestTimeoutMs: 5_000,
+      };
       const stores: S3Store[] = [];
       const faulty = (): S3Store => {
         const s = s3Store({ ...env, endpoint: proxy.endpoint }, prefix, storeOptions);
@@ -76,7 +82,10 @@ function defineSuite(env: S3TestEnv): void {
         for (let i = 0; i < CHECKPOINTS; i++) {
           state = structuredClone(state);
           state.step++;
-          state.messages.push({ id: state.step, text: `message ${state.step}: ${Math.floor(random() * 1e9).toString(36)}` });
+          state.messages.push({
+            id: state.step,
+            text: `message ${state.step}: ${Math.floor(random() * 1e9).toString(36)}`,
+          });
           if (state.messages.length > 20) state.messages.shift();
           state.counters[`c${Math.floor(random() * 5)}`] = state.step;
           try {
@@ -112,7 +121,10 @@ function defineSuite(env: S3TestEnv): void {
         }
         console.log(
           `s3 faults: seed ${SEED}, rate ${RATE}: ${proxy.counts.requests} requests, ${proxy.injected} faults injected ` +
-            `(${Object.entries(proxy.counts).filter(([k]) => k !== 'requests').map(([k, v]) => `${k} ${v}`).join(', ')}); ` +
+            `(${Object.entries(proxy.counts)
+              .filter(([k]) => k !== 'requests')
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')}); ` +
             `${CHECKPOINTS} checkpoints: ${stats.acked} acknowledged, ${stats.failed} failed (${stats.fenced} fenced), ` +
             `${stats.opens} opens (${stats.openFailures} failed); lost ${lost}, wrong ${wrong}`,
         );

@@ -36,7 +36,9 @@ function defineSuite(env: S3TestEnv): void {
         stores.push(store);
         const report = await takeOverBusyWriter(store, ['s3', prefix], 'agent/takeover', 10 * round);
         opens.push(report.openMs);
-        console.log(`takeover (s3): round ${round}: open took ${report.openMs.toFixed(1)} ms, old writer acknowledged ${report.acked}, ${report.fillers} fillers, new engine at seq ${report.seq}`);
+        console.log(
+          `takeover (s3): round ${round}: open took ${report.openMs.toFixed(1)} ms, old writer acknowledged ${report.acked}, ${report.fillers} fillers, new engine at seq ${report.seq}`,
+        );
       }
       expect(opens).toHaveLength(3);
     }, 300_000);

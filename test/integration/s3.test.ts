@@ -40,7 +40,8 @@ function defineSuite(env: S3TestEnv): void {
     return client;
   };
   const prefixFor = (name: string): string => `${RUN}/${name}-${++stores}/`;
-  const store = (name: string, options: Parameters<typeof s3Store>[2] = {}): S3Store => s3Store(env, prefixFor(name), { client: newClient(), ...options });
+  const store = (name: string, options: Parameters<typeof s3Store>[2] = {}): S3Store =>
+    s3Store(env, prefixFor(name), { client: newClient(), ...options });
 
   describeStoreConformance({
     name: 's3',
@@ -48,7 +49,10 @@ function defineSuite(env: S3TestEnv): void {
       try {
         await admin.send(new HeadBucketCommand({ Bucket: env.bucket }));
       } catch (err) {
-        throw new Error(`bucket ${env.bucket} at ${env.endpoint} is not reachable: ${(err as Error).name} ${(err as Error).message}`, { cause: err });
+        throw new Error(
+          `bucket ${env.bucket} at ${env.endpoint} is not reachable: ${(err as Error).name} ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     },
     create: async () => store('conformance'),
@@ -81,7 +85,8 @@ function defineSuite(env: S3TestEnv): void {
     }
     return out;
   };
-  const same = (a: Uint8Array | undefined, b: Uint8Array): boolean => a !== undefined && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
+  const same = (a: Uint8Array | undefined, b: Uint8Array): boolean =>
+    a !== undefined && Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
   const etagOf = async (s: S3Store, key: string): Promise<string> =>
     (await admin.send(new HeadObjectCommand({ Bucket: env.bucket, Key: s.prefix + key }))).ETag ?? '';
 
@@ -94,10 +99,18 @@ function defineSuite(env: S3TestEnv): void {
     const key = `${RUN}/raw-probe`;
     await admin.send(new PutObjectCommand({ Bucket: env.bucket, Key: key, Body: bytes('first') }));
     const { UploadId } = await admin.send(new CreateMultipartUploadCommand({ Bucket: env.bucket, Key: key }));
-    const part = await admin.send(new UploadPartCommand({ Bucket: env.bucket, Key: key, UploadId, PartNumber: 1, Body: bytes('second') }));
+    const part = await admin.send(
+      new UploadPartCommand({ Bucket: env.bucket, Key: key, UploadId, PartNumber: 1, Body: bytes('second') }),
+    );
     try {
       await admin.send(
-        new CompleteMultipartUploadCommand({ Bucket: env.bucket, Key: key, UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] }, IfNoneMatch: '*' }),
+        new CompleteMultipartUploadCommand({
+          Bucket: env.bucket,
+          Key: key,
+          UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] },
+          IfNoneMatch: '*',
+        }),
       );
       completionIsConditional = false;
     } catch (err) {
@@ -177,9 +190,21 @@ function defineSuite(env: S3TestEnv): void {
         },
         { step: 'initialize', name: 'cancelAfterFirstPart' },
       );
-      const s = store('cancel', { client, multipartThreshold: MiB, partSize: 5 * MiB, partConcurrency: 1, unsafeAllowUnconditionalWrites: true });
-      const err = await s.putIfAbsent('big/1', pattern(16 * MiB, 4), { signal: controller.signal }).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 'ABORTED', key: 'big/1', message: "putIfAbsent big/1: aborted by the caller's signal (cancelled by the test)" });
+      const s = store('cancel', {
+        client,
+        multipartThreshold: MiB,
+        partSize: 5 * MiB,
+        partConcurrency: 1,
+        unsafeAllowUnconditionalWrites: true,
+      });
+      const err = await s
+        .putIfAbsent('big/1', pattern(16 * MiB, 4), { signal: controller.signal })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'ABORTED',
+        key: 'big/1',
+        message: "putIfAbsent big/1: aborted by the caller's signal (cancelled by the test)",
+      });
       expect(await listUploads(admin, env.bucket, s.prefix)).toEqual([]);
       expect(await s.get('big/1')).toBeUndefined();
     }, 120_000);
@@ -215,7 +240,11 @@ function defineSuite(env: S3TestEnv): void {
     }, 180_000);
 
     it('rejects with STORAGE naming the key when the bucket does not exist', async () => {
-      const s = s3Store({ ...env, bucket: `statefold-missing-${randomBytes(4).toString('hex')}` }, prefixFor('nobucket'), { client: newClient() });
+      const s = s3Store(
+        { ...env, bucket: `statefold-missing-${randomBytes(4).toString('hex')}` },
+        prefixFor('nobucket'),
+        { client: newClient() },
+      );
       const err = await s.get('k/1').catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'STORAGE', key: 'k/1' });
       expect((err as Error).message).toMatch(/^get k\/1: NoSuchBucket \(HTTP 404\)/);

@@ -9,7 +9,11 @@ export function stateAt(step) {
   const from = Math.max(1, step - 20 - (step % 20));
   const messages = [];
   for (let j = from; j <= step; j++) {
-    messages.push({ role: j % 3 === 0 ? 'tool' : j % 2 ? 'user' : 'assistant', content: `step ${j}: ${WORDS[j % WORDS.length]} `.repeat(1 + (j % 5)), n: j });
+    messages.push({
+      role: j % 3 === 0 ? 'tool' : j % 2 ? 'user' : 'assistant',
+      content: `step ${j}: ${WORDS[j % WORDS.length]} `.repeat(1 + (j % 5)),
+      n: j,
+    });
   }
   const memory = {};
   for (let j = Math.max(1, step - 8); j <= step; j++) memory[`k${(j * 7) % 13}`] = j;
@@ -58,7 +62,11 @@ export function difference(a, b, path = '$') {
 }
 
 function show(v) {
-  return typeof v === 'string' ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v) : Object.is(v, -0) ? '-0' : String(v);
+  return typeof v === 'string'
+    ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v)
+    : Object.is(v, -0)
+      ? '-0'
+      : String(v);
 }
 
 export { mulberry32 } from './prng.mjs';

@@ -18,7 +18,9 @@ async function storeFor() {
     prefix: where,
     endpoint: env.STATEFOLD_S3_ENDPOINT,
     region: env.STATEFOLD_S3_REGION || 'us-east-1',
-    ...(env.STATEFOLD_S3_ACCESS_KEY_ID && { credentials: { accessKeyId: env.STATEFOLD_S3_ACCESS_KEY_ID, secretAccessKey: env.STATEFOLD_S3_SECRET_ACCESS_KEY } }),
+    ...(env.STATEFOLD_S3_ACCESS_KEY_ID && {
+      credentials: { accessKeyId: env.STATEFOLD_S3_ACCESS_KEY_ID, secretAccessKey: env.STATEFOLD_S3_SECRET_ACCESS_KEY },
+    }),
   });
 }
 

@@ -78,6 +78,7 @@ export function checkpointKey(stream: string, seq: number): string {
     const safe = (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte === 0x5f || byte === 0x2d;
     id += safe ? String.fromCharCode(byte) : `~${byte.toString(16).padStart(2, '0')}`;
   }
-  if (id.length > 160) throw new Error(`checkpointKey: stream id ${JSON.stringify(stream.slice(0, 20))}... is stored under a hash`);
+  if (id.length > 160)
+    throw new Error(`checkpointKey: stream id ${JSON.stringify(stream.slice(0, 20))}... is stored under a hash`);
   return `${id}/log/${seq.toString(16).padStart(16, '0')}`;
 }

@@ -6,9 +6,16 @@ import { FileStore, SnapshotEngine } from 'statefold';
 import { difference, stateAt } from './agent-steps.mjs';
 
 const [dir, stream, maxSteps, baseEvery] = process.argv.slice(2);
-const engine = await SnapshotEngine.open({ store: new FileStore({ dir }), stream, policy: { baseEvery: Number(baseEvery) } });
+const engine = await SnapshotEngine.open({
+  store: new FileStore({ dir }),
+  stream,
+  policy: { baseEvery: Number(baseEvery) },
+});
 const start = engine.state?.step ?? 0;
-const diff = engine.seq !== start ? `seq ${engine.seq} holds step ${start}` : difference(engine.state, start === 0 ? undefined : stateAt(start));
+const diff =
+  engine.seq !== start
+    ? `seq ${engine.seq} holds step ${start}`
+    : difference(engine.state, start === 0 ? undefined : stateAt(start));
 // On Linux, writes to a pipe are synchronous: once this returns, the parent will read the line.
 process.stdout.write(`open ${engine.seq} ${start} ${diff === undefined ? 'ok' : `bad ${diff}`}\n`);
 if (diff !== undefined) process.exit(3);

@@ -14,14 +14,42 @@ export interface KillStats {
 }
 
 /** Kills agent processes at random moments and checks each restore (see kill-harness.mjs). */
-export function killRounds(options: { dir: string; stream?: string; kills?: number; seconds?: number; seed?: number; baseEvery?: number; log?: (line: string) => void }): Promise<KillStats>;
+export function killRounds(options: {
+  dir: string;
+  stream?: string;
+  kills?: number;
+  seconds?: number;
+  seed?: number;
+  baseEvery?: number;
+  log?: (line: string) => void;
+}): Promise<KillStats>;
 
 /** One round of processes racing on a stream (see kill-harness.mjs). */
-export function raceRound(options: { dir: string; stream?: string; writers?: number; steps?: number; barrier?: boolean; seed?: number; round?: number }): Promise<{
+export function raceRound(options: {
+  dir: string;
+  stream?: string;
+  writers?: number;
+  steps?: number;
+  barrier?: boolean;
+  seed?: number;
+  round?: number;
+}): Promise<{
   mismatches: string[];
   fenced: number;
   latest: number;
-  results: { name: string; openSeq: number; epoch: number; acks: { seq: number; n: number }[]; end: string | undefined }[];
+  results: {
+    name: string;
+    openSeq: number;
+    epoch: number;
+    acks: { seq: number; n: number }[];
+    end: string | undefined;
+  }[];
 }>;
 
-export function checkHistory(store: unknown, stream: string, latest: number, random: () => number, sample: number): Promise<string[]>;
+export function checkHistory(
+  store: unknown,
+  stream: string,
+  latest: number,
+  random: () => number,
+  sample: number,
+): Promise<string[]>;

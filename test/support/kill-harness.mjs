@@ -55,11 +55,29 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * to the last acknowledged step or the one in flight, nothing else. Runs `kills` rounds or until
  * `seconds` have passed, whichever comes first. Resolves statistics and the list of mismatches.
  */
-export async function killRounds({ dir, stream = 'agent/kill', kills = 60, seconds = 60, seed = 1, baseEvery = 8, log = () => undefined }) {
+export async function killRounds({
+  dir,
+  stream = 'agent/kill',
+  kills = 60,
+  seconds = 60,
+  seed = 1,
+  baseEvery = 8,
+  log = () => undefined,
+}) {
   const random = mulberry32(seed);
   const store = new FileStore({ dir });
   const deadline = Date.now() + seconds * 1000;
-  const stats = { seed, kills: 0, rounds: 0, restores: 0, acks: 0, inFlightLanded: 0, killedBeforeOpen: 0, historyChecks: 0, mismatches: [] };
+  const stats = {
+    seed,
+    kills: 0,
+    rounds: 0,
+    restores: 0,
+    acks: 0,
+    inFlightLanded: 0,
+    killedBeforeOpen: 0,
+    historyChecks: 0,
+    mismatches: [],
+  };
   const mismatch = (round, what) => {
     stats.mismatches.push(`seed ${seed} round ${round}: ${what}`);
     log(`MISMATCH seed ${seed} round ${round}: ${what}`);
@@ -93,11 +111,17 @@ export async function killRounds({ dir, stream = 'agent/kill', kills = 60, secon
     }
     const exit = await c.exited;
     if (exit.timedOut) {
-      mismatch(round, `the child ran for ${CHILD_TIMEOUT_MS} ms without being killed (lines: ${c.lines.slice(-3).join(' | ')}; stderr: ${c.stderr()})`);
+      mismatch(
+        round,
+        `the child ran for ${CHILD_TIMEOUT_MS} ms without being killed (lines: ${c.lines.slice(-3).join(' | ')}; stderr: ${c.stderr()})`,
+      );
       break;
     }
     if (exit.signal !== 'SIGKILL') {
-      mismatch(round, `the child exited by itself with code ${exit.code} (lines: ${c.lines.slice(-3).join(' | ')}; stderr: ${c.stderr()})`);
+      mismatch(
+        round,
+        `the child exited by itself with code ${exit.code} (lines: ${c.lines.slice(-3).join(' | ')}; stderr: ${c.stderr()})`,
+      );
       break;
     }
     stats.kills++;
@@ -107,7 +131,8 @@ export async function killRounds({ dir, stream = 'agent/kill', kills = 60, secon
       const [kind, a, b, ...rest] = line.split(' ');
       if (kind === 'open') {
         opened = true;
-        if (Number(a) !== committed || Number(b) !== committed || rest[0] !== 'ok') mismatch(round, `the child opened with "${line}", expected seq and step ${committed}`);
+        if (Number(a) !== committed || Number(b) !== committed || rest[0] !== 'ok')
+          mismatch(round, `the child opened with "${line}", expected seq and step ${committed}`);
       } else if (kind === 'ack') {
         stats.acks++;
         const [seq, step] = [Number(a), Number(b)];
@@ -213,7 +238,15 @@ async function countTempFiles(dir) {
  * restores to raceStep(its previous seq, that child), and that only fenced children stopped early.
  * Resolves { mismatches, fenced, latest }.
  */
-export async function raceRound({ dir, stream = 'agent/race', writers = 2, steps = 40, barrier = false, seed = 1, round = 0 }) {
+export async function raceRound({
+  dir,
+  stream = 'agent/race',
+  writers = 2,
+  steps = 40,
+  barrier = false,
+  seed = 1,
+  round = 0,
+}) {
   const random = mulberry32(seed * 977 + round);
   const store = new FileStore({ dir });
   const mismatches = [];
@@ -236,11 +269,13 @@ export async function raceRound({ dir, stream = 'agent/race', writers = 2, steps
     });
     children.push(c);
   }
-  const exits = await Promise.all(children.map(async (c) => {
-    const exit = await c.exited;
-    if (barrier && !released) release();
-    return exit;
-  }));
+  const exits = await Promise.all(
+    children.map(async (c) => {
+      const exit = await c.exited;
+      if (barrier && !released) release();
+      return exit;
+    }),
+  );
   const results = children.map((c, i) => {
     const r = { name: names[i], openSeq: -1, epoch: -1, acks: [], end: undefined, exit: exits[i], stderr: c.stderr() };
     for (const line of c.lines) {
@@ -253,27 +288,36 @@ export async function raceRound({ dir, stream = 'agent/race', writers = 2, steps
   });
   for (const r of results) {
     if (r.exit.code !== 0 || (r.end !== 'done' && r.end !== 'fenced')) {
-      mismatches.push(`${r.name} ended with "${r.end}" (exit ${r.exit.code}${r.exit.timedOut ? ', timed out' : ''}; ${r.stderr.slice(0, 300)})`);
+      mismatches.push(
+        `${r.name} ended with "${r.end}" (exit ${r.exit.code}${r.exit.timedOut ? ', timed out' : ''}; ${r.stderr.slice(0, 300)})`,
+      );
     }
     r.acks.forEach((a, i) => {
-      if (a.seq !== r.openSeq + 1 + i) mismatches.push(`${r.name}: ack ${i} has seq ${a.seq}, expected ${r.openSeq + 1 + i} (another writer slipped in)`);
+      if (a.seq !== r.openSeq + 1 + i)
+        mismatches.push(
+          `${r.name}: ack ${i} has seq ${a.seq}, expected ${r.openSeq + 1 + i} (another writer slipped in)`,
+        );
     });
     // Fenced only by a claim of an epoch at least ours (two claims jumping ahead of a busy writer may tie).
-    if (r.end === 'fenced' && !results.some((o) => o !== r && o.epoch >= r.epoch)) mismatches.push(`${r.name} was fenced though no later opener exists`);
+    if (r.end === 'fenced' && !results.some((o) => o !== r && o.epoch >= r.epoch))
+      mismatches.push(`${r.name} was fenced though no later opener exists`);
   }
   if (barrier) {
     const top = Math.max(...results.map((r) => r.epoch));
     for (const r of results) {
       const winner = r.epoch === top;
-      if (winner && (r.end !== 'done' || r.acks.length !== steps)) mismatches.push(`${r.name}, the last opener, ended "${r.end}" after ${r.acks.length} checkpoints`);
-      if (!winner && (r.end !== 'fenced' || r.acks.length !== 0)) mismatches.push(`${r.name}, fenced by a later opener, ended "${r.end}" after ${r.acks.length} checkpoints`);
+      if (winner && (r.end !== 'done' || r.acks.length !== steps))
+        mismatches.push(`${r.name}, the last opener, ended "${r.end}" after ${r.acks.length} checkpoints`);
+      if (!winner && (r.end !== 'fenced' || r.acks.length !== 0))
+        mismatches.push(`${r.name}, fenced by a later opener, ended "${r.end}" after ${r.acks.length} checkpoints`);
     }
   }
   // No fork: every seq committed in this round was acknowledged by exactly one writer.
   const writerOf = new Map();
   for (const r of results) {
     for (const a of r.acks) {
-      if (writerOf.has(a.seq)) mismatches.push(`seq ${a.seq} acknowledged to both ${writerOf.get(a.seq)} and ${r.name} (a fork)`);
+      if (writerOf.has(a.seq))
+        mismatches.push(`seq ${a.seq} acknowledged to both ${writerOf.get(a.seq)} and ${r.name} (a fork)`);
       writerOf.set(a.seq, r.name);
     }
   }
@@ -282,9 +326,14 @@ export async function raceRound({ dir, stream = 'agent/race', writers = 2, steps
   // Fillers close seqs a fenced writer never committed (a claim that jumped ahead of it): no writer
   // acknowledges them, and each equals the seq before it.
   const fillers = new Set(list.filter((c) => c.filler).map((c) => c.seq));
-  for (let seq = before + 1; seq <= list.length; seq++) if (!writerOf.has(seq) && !fillers.has(seq)) mismatches.push(`seq ${seq} is committed but no writer acknowledged it`);
+  for (let seq = before + 1; seq <= list.length; seq++)
+    if (!writerOf.has(seq) && !fillers.has(seq))
+      mismatches.push(`seq ${seq} is committed but no writer acknowledged it`);
   const newFillers = [...fillers].filter((seq) => seq > before).length;
-  if (writerOf.size !== list.length - before - newFillers) mismatches.push(`${writerOf.size} acknowledged checkpoints, ${list.length - before} committed (${newFillers} fillers)`);
+  if (writerOf.size !== list.length - before - newFillers)
+    mismatches.push(
+      `${writerOf.size} acknowledged checkpoints, ${list.length - before} committed (${newFillers} fillers)`,
+    );
   // Every new seq is its writer's step on top of the seq before it: nothing lost, nothing forked.
   let expected = before === 0 ? undefined : (await restore(store, stream, { seq: before })).state;
   for (let seq = before + 1; seq <= list.length; seq++) {

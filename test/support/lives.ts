@@ -46,10 +46,24 @@ export interface LifeOptions {
 
 /** Opens an engine and checkpoints until done or until something fails. Never throws. */
 export async function live(store: Store, o: LifeOptions): Promise<Life> {
-  const life: Life = { opened: false, openSeq: 0, openState: undefined, acked: [], inflight: undefined, error: undefined, engine: undefined };
+  const life: Life = {
+    opened: false,
+    openSeq: 0,
+    openState: undefined,
+    acked: [],
+    inflight: undefined,
+    error: undefined,
+    engine: undefined,
+  };
   let engine: SnapshotEngine<Record<string, unknown>>;
   try {
-    engine = await SnapshotEngine.open<Record<string, unknown>>({ store, stream: o.stream, policy: { baseEvery: o.baseEvery }, updates: o.mode, retention: o.retention });
+    engine = await SnapshotEngine.open<Record<string, unknown>>({
+      store,
+      stream: o.stream,
+      policy: { baseEvery: o.baseEvery },
+      updates: o.mode,
+      retention: o.retention,
+    });
   } catch (err) {
     life.error = err;
     return life;
@@ -89,7 +103,9 @@ export class Mismatch extends Error {}
 /** Throws Mismatch unless `err` is a StatefoldError with one of `codes`. */
 export function expectCode(err: unknown, codes: readonly string[], what: string): void {
   if (!(err instanceof StatefoldError) || !codes.includes(err.code)) {
-    throw new Mismatch(`${what}: expected ${codes.join(' or ')}, got ${err instanceof StatefoldError ? err.code : String(err)}: ${(err as Error)?.message ?? ''}`);
+    throw new Mismatch(
+      `${what}: expected ${codes.join(' or ')}, got ${err instanceof StatefoldError ? err.code : String(err)}: ${(err as Error)?.message ?? ''}`,
+    );
   }
 }
 
@@ -103,17 +119,27 @@ export function expectSame(actual: unknown, expected: unknown, what: string): vo
  * Restores the newest checkpoint and checks it is one of `allowed` (seq -> captured), or, when
  * `noneAllowed`, that the stream has none. Returns the seq restored (0 for none).
  */
-export async function expectLatestOneOf(store: Store, stream: string, allowed: Map<number, Captured>, noneAllowed: boolean, what: string): Promise<number> {
+export async function expectLatestOneOf(
+  store: Store,
+  stream: string,
+  allowed: Map<number, Captured>,
+  noneAllowed: boolean,
+  what: string,
+): Promise<number> {
   let restored;
   try {
     restored = await restore(store, stream);
   } catch (err) {
     expectCode(err, ['NOT_FOUND'], `${what}: restore`);
-    if (!noneAllowed) throw new Mismatch(`${what}: restore found no checkpoint, expected seq ${[...allowed.keys()].join(' or ')}`);
+    if (!noneAllowed)
+      throw new Mismatch(`${what}: restore found no checkpoint, expected seq ${[...allowed.keys()].join(' or ')}`);
     return 0;
   }
   const want = allowed.get(restored.seq);
-  if (want === undefined) throw new Mismatch(`${what}: restored seq ${restored.seq}, expected ${allowed.size ? [...allowed.keys()].join(' or ') : 'no checkpoint'}`);
+  if (want === undefined)
+    throw new Mismatch(
+      `${what}: restored seq ${restored.seq}, expected ${allowed.size ? [...allowed.keys()].join(' or ') : 'no checkpoint'}`,
+    );
   expectSame(restored.state, want.state, `${what}: state of seq ${restored.seq}`);
   expectSame(restored.meta, want.meta, `${what}: meta of seq ${restored.seq}`);
   return restored.seq;
@@ -123,14 +149,24 @@ export async function expectLatestOneOf(store: Store, stream: string, allowed: M
  * Checks the retained history: seqs oldest..latest without a gap (oldest 1 unless `keepLast` is
  * given, else at least the newest `keepLast` kept), and every listed seq restoring to its reference.
  */
-export async function expectHistory(store: Store, stream: string, bySeq: Map<number, Captured>, latest: number, what: string, keepLast?: number): Promise<void> {
+export async function expectHistory(
+  store: Store,
+  stream: string,
+  bySeq: Map<number, Captured>,
+  latest: number,
+  what: string,
+  keepLast?: number,
+): Promise<void> {
   const listed = await listCheckpoints(store, stream);
   const seqs = listed.map((c) => c.seq);
   const oldest = seqs[0] ?? latest + 1;
   const contiguous = seqs.every((s, i) => s === oldest + i) && seqs[seqs.length - 1] === latest;
-  if (latest > 0 && !contiguous) throw new Mismatch(`${what}: listed seqs [${seqs.join(',')}], expected ..${latest} without gaps`);
+  if (latest > 0 && !contiguous)
+    throw new Mismatch(`${what}: listed seqs [${seqs.join(',')}], expected ..${latest} without gaps`);
   if (keepLast === undefined ? oldest !== 1 && latest > 0 : oldest > Math.max(1, latest - keepLast + 1)) {
-    throw new Mismatch(`${what}: listed seqs [${seqs.join(',')}] lack seqs that must be kept (latest ${latest}, keepLast ${keepLast ?? 'all'})`);
+    throw new Mismatch(
+      `${what}: listed seqs [${seqs.join(',')}] lack seqs that must be kept (latest ${latest}, keepLast ${keepLast ?? 'all'})`,
+    );
   }
   for (const entry of listed) {
     const ref = bySeq.get(entry.seq);
@@ -140,7 +176,9 @@ export async function expectHistory(store: Store, stream: string, bySeq: Map<num
     try {
       r = await restore(store, stream, { seq: entry.seq });
     } catch (err) {
-      throw new Mismatch(`${what}: listed seqs [${seqs[0]}..${latest}], but seq ${entry.seq} does not restore: ${(err as StatefoldError).code} ${(err as Error).message}`);
+      throw new Mismatch(
+        `${what}: listed seqs [${seqs[0]}..${latest}], but seq ${entry.seq} does not restore: ${(err as StatefoldError).code} ${(err as Error).message}`,
+      );
     }
     if (r.seq !== entry.seq) throw new Mismatch(`${what}: restore of seq ${entry.seq} gave seq ${r.seq}`);
     expectSame(r.state, ref.state, `${what}: state of seq ${entry.seq}`);

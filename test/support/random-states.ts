@@ -35,8 +35,36 @@ export class Rng {
   }
 }
 
-const KEYS = ['a', 'b', 'note', '__proto__', 'constructor', '', 'x/y', 'm~n', '~1', 'toString', 'é', '0', 'hasOwnProperty'];
-const WORDS = ['plan', 'tool', 'call', 'result', 'search', 'fetch', 'think', 'reply', 'memo', 'ok', 'retry', 'ünïcødé', '😀'];
+const KEYS = [
+  'a',
+  'b',
+  'note',
+  '__proto__',
+  'constructor',
+  '',
+  'x/y',
+  'm~n',
+  '~1',
+  'toString',
+  'é',
+  '0',
+  'hasOwnProperty',
+];
+const WORDS = [
+  'plan',
+  'tool',
+  'call',
+  'result',
+  'search',
+  'fetch',
+  'think',
+  'reply',
+  'memo',
+  'ok',
+  'retry',
+  'ünïcødé',
+  '😀',
+];
 
 type Container = unknown[] | Record<string, unknown>;
 
@@ -131,7 +159,11 @@ function editOnce(root: unknown, r: Rng, mode: Mode): unknown {
   let node = root;
   while (isContainer(node)) {
     const keys = Array.isArray(node) ? node.map((_, i) => i) : Object.keys(node);
-    const inner = keys.filter((k) => isContainer((node as Record<string, unknown>)[k as string]) || isLeafObject((node as Record<string, unknown>)[k as string]));
+    const inner = keys.filter(
+      (k) =>
+        isContainer((node as Record<string, unknown>)[k as string]) ||
+        isLeafObject((node as Record<string, unknown>)[k as string]),
+    );
     if (inner.length === 0 || r.chance(0.35)) break;
     const k = r.pick(inner);
     const child = (node as Record<string | number, unknown>)[k];

@@ -1,11 +1,19 @@
-import { AbortMultipartUploadCommand, DeleteObjectsCommand, ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import {
+  AbortMultipartUploadCommand,
+  DeleteObjectsCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 
 /** Every object key under `prefix`, through all pages. */
 export async function listAll(client: S3Client, bucket: string, prefix: string): Promise<string[]> {
   const keys: string[] = [];
   let token: string | undefined;
   for (let page = 0; page < 10_000; page++) {
-    const res = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    const res = await client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+    );
     for (const o of res.Contents ?? []) keys.push(o.Key!);
     if (!res.IsTruncated) return keys;
     token = res.NextContinuationToken;
@@ -28,7 +36,10 @@ export async function removePrefix(client: S3Client, bucket: string, prefix: str
   const keys = await listAll(client, bucket, prefix);
   for (let i = 0; i < keys.length; i += 1000) {
     const batch = keys.slice(i, i + 1000).map((Key) => ({ Key }));
-    const res = await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch, Quiet: true } }));
-    if (res.Errors?.length) throw new Error(`removing ${prefix}: ${res.Errors.length} objects not deleted (${res.Errors[0]!.Code})`);
+    const res = await client.send(
+      new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch, Quiet: true } }),
+    );
+    if (res.Errors?.length)
+      throw new Error(`removing ${prefix}: ${res.Errors.length} objects not deleted (${res.Errors[0]!.Code})`);
   }
 }

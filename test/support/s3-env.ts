@@ -23,22 +23,28 @@ export function s3TestEnv(): S3TestEnv | undefined {
   const endpoint = env.STATEFOLD_S3_ENDPOINT;
   if (endpoint === undefined || endpoint === '') {
     if (env.CI === 'true') {
-      throw new Error('STATEFOLD_S3_ENDPOINT is not set and CI=true: start a server first (eval "$(test/support/rgw.sh start)") so the S3 integration tests run');
+      throw new Error(
+        'STATEFOLD_S3_ENDPOINT is not set and CI=true: start a server first (eval "$(test/support/rgw.sh start)") so the S3 integration tests run',
+      );
     }
     return undefined;
   }
   const bucket = env.STATEFOLD_S3_BUCKET;
-  if (bucket === undefined || bucket === '') throw new Error('STATEFOLD_S3_ENDPOINT is set but STATEFOLD_S3_BUCKET is not');
+  if (bucket === undefined || bucket === '')
+    throw new Error('STATEFOLD_S3_ENDPOINT is set but STATEFOLD_S3_BUCKET is not');
   const accessKeyId = env.STATEFOLD_S3_ACCESS_KEY_ID;
   const secretAccessKey = env.STATEFOLD_S3_SECRET_ACCESS_KEY;
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
-    throw new Error('set both STATEFOLD_S3_ACCESS_KEY_ID and STATEFOLD_S3_SECRET_ACCESS_KEY, or neither (the SDK default chain)');
+    throw new Error(
+      'set both STATEFOLD_S3_ACCESS_KEY_ID and STATEFOLD_S3_SECRET_ACCESS_KEY, or neither (the SDK default chain)',
+    );
   }
   return {
     endpoint,
     region: env.STATEFOLD_S3_REGION || 'us-east-1',
     bucket,
-    credentials: accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined,
+    credentials:
+      accessKeyId !== undefined && secretAccessKey !== undefined ? { accessKeyId, secretAccessKey } : undefined,
   };
 }
 

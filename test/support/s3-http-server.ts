@@ -114,25 +114,35 @@ export class FakeS3 {
       return () => send(res, 200, '', { ETag: etag(body) });
     }
     if (r.method === 'PUT') {
-      if (ifNoneMatch && this.options.conditionalPut !== false && this.objects.has(r.key)) return () => error(res, 412, 'PreconditionFailed');
+      if (ifNoneMatch && this.options.conditionalPut !== false && this.objects.has(r.key))
+        return () => error(res, 412, 'PreconditionFailed');
       this.objects.set(r.key, body);
       return () => send(res, 200, '', { ETag: etag(body) });
     }
     if (r.method === 'POST' && q.has('uploads')) {
       const id = randomBytes(8).toString('hex');
       this.uploads.set(id, { key: r.key, parts: new Map() });
-      return () => xml(res, `<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>${esc(r.key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`);
+      return () =>
+        xml(
+          res,
+          `<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>${esc(r.key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`,
+        );
     }
     if (r.method === 'POST' && q.has('uploadId')) {
       const id = q.get('uploadId')!;
       const upload = this.uploads.get(id);
       if (upload === undefined) return () => error(res, 404, 'NoSuchUpload');
-      if (ifNoneMatch && this.options.conditionalComplete !== false && this.objects.has(r.key)) return () => error(res, 412, 'PreconditionFailed');
+      if (ifNoneMatch && this.options.conditionalComplete !== false && this.objects.has(r.key))
+        return () => error(res, 412, 'PreconditionFailed');
       const numbers = [...body.toString().matchAll(/<PartNumber>(\d+)<\/PartNumber>/g)].map((m) => Number(m[1]));
       const joined = Buffer.concat(numbers.map((n) => upload.parts.get(n) ?? Buffer.alloc(0)));
       this.objects.set(r.key, joined);
       this.uploads.delete(id);
-      return () => xml(res, `<CompleteMultipartUploadResult><Bucket>b</Bucket><Key>${esc(r.key)}</Key><ETag>"x-${numbers.length}"</ETag></CompleteMultipartUploadResult>`);
+      return () =>
+        xml(
+          res,
+          `<CompleteMultipartUploadResult><Bucket>b</Bucket><Key>${esc(r.key)}</Key><ETag>"x-${numbers.length}"</ETag></CompleteMultipartUploadResult>`,
+        );
     }
     if (r.method === 'DELETE' && q.has('uploadId')) {
       const existed = this.uploads.delete(q.get('uploadId')!);
@@ -146,7 +156,11 @@ export class FakeS3 {
     if (r.method === 'GET' || r.method === 'HEAD') {
       const object = this.objects.get(r.key);
       if (object === undefined) return () => (r.method === 'HEAD' ? send(res, 404, '') : error(res, 404, 'NoSuchKey'));
-      return () => send(res, 200, r.method === 'HEAD' ? '' : object, { ETag: etag(object), 'Content-Length': String(object.length) });
+      return () =>
+        send(res, 200, r.method === 'HEAD' ? '' : object, {
+          ETag: etag(object),
+          'Content-Length': String(object.length),
+        });
     }
     return () => error(res, 501, 'NotImplemented');
   }
@@ -159,9 +173,17 @@ export class FakeS3 {
     const pageSize = Math.min(this.options.pageSize ?? 1000, Number(q.get('max-keys') ?? 1000));
     const page = keys.slice(0, pageSize);
     const truncated = keys.length > page.length;
-    const next = truncated && !this.options.listWithoutToken ? `<NextContinuationToken>${Buffer.from(page.at(-1)!).toString('base64url')}</NextContinuationToken>` : '';
-    const contents = page.map((k) => `<Contents><Key>${esc(k)}</Key><Size>${this.objects.get(k)!.length}</Size></Contents>`).join('');
-    xml(res, `<ListBucketResult><Name>b</Name><Prefix>${esc(prefix)}</Prefix><KeyCount>${page.length}</KeyCount><MaxKeys>${pageSize}</MaxKeys><IsTruncated>${truncated}</IsTruncated>${next}${contents}</ListBucketResult>`);
+    const next =
+      truncated && !this.options.listWithoutToken
+        ? `<NextContinuationToken>${Buffer.from(page.at(-1)!).toString('base64url')}</NextContinuationToken>`
+        : '';
+    const contents = page
+      .map((k) => `<Contents><Key>${esc(k)}</Key><Size>${this.objects.get(k)!.length}</Size></Contents>`)
+      .join('');
+    xml(
+      res,
+      `<ListBucketResult><Name>b</Name><Prefix>${esc(prefix)}</Prefix><KeyCount>${page.length}</KeyCount><MaxKeys>${pageSize}</MaxKeys><IsTruncated>${truncated}</IsTruncated>${next}${contents}</ListBucketResult>`,
+    );
   }
 }
 
@@ -192,7 +214,12 @@ function xml(res: ServerResponse, body: string): void {
 }
 
 function error(res: ServerResponse, status: number, code: string): void {
-  send(res, status, `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${code} from the test server</Message></Error>`, {
-    'Content-Type': 'application/xml',
-  });
+  send(
+    res,
+    status,
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${code} from the test server</Message></Error>`,
+    {
+      'Content-Type': 'application/xml',
+    },
+  );
 }

@@ -19,7 +19,11 @@ export function firstDifference(a: unknown, b: unknown, path = '$'): string | un
   const kb = Object.keys(b).sort();
   if (ka.length !== kb.length || ka.some((k, i) => k !== kb[i])) return `${path}: keys [${ka}] vs [${kb}]`;
   for (const k of ka) {
-    const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${path}[${JSON.stringify(k)}]`);
+    const d = firstDifference(
+      (a as Record<string, unknown>)[k],
+      (b as Record<string, unknown>)[k],
+      `${path}[${JSON.stringify(k)}]`,
+    );
     if (d) return d;
   }
   return undefined;

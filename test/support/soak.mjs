@@ -24,13 +24,24 @@ const seconds = Number(values.seconds);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const raceEvery = Number(values['race-every']);
 if (!(seconds > 0) || !Number.isSafeInteger(seed)) {
-  console.error('usage: node test/support/soak.mjs --seconds 600 [--seed N] [--base-every 8] [--race-every 25] [--dir DIR] [--keep]');
+  console.error(
+    'usage: node test/support/soak.mjs --seconds 600 [--seed N] [--base-every 8] [--race-every 25] [--dir DIR] [--keep]',
+  );
   process.exit(2);
 }
 const dir = values.dir ?? (await mkdtemp(path.join(tmpdir(), 'statefold-soak-')));
 const started = Date.now();
 const deadline = started + seconds * 1000;
-const total = { kills: 0, restores: 0, acks: 0, inFlightLanded: 0, killedBeforeOpen: 0, races: 0, fenced: 0, mismatches: [] };
+const total = {
+  kills: 0,
+  restores: 0,
+  acks: 0,
+  inFlightLanded: 0,
+  killedBeforeOpen: 0,
+  races: 0,
+  fenced: 0,
+  mismatches: [],
+};
 const say = (line) => console.log(`[${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s] ${line}`);
 say(`soak: seed ${seed}, ${seconds} s, dir ${dir}`);
 
@@ -38,21 +49,40 @@ let batch = 0;
 // Batches of kill rounds on one stream (it grows across batches), a race round between batches.
 while (Date.now() < deadline && total.mismatches.length === 0) {
   const left = (deadline - Date.now()) / 1000;
-  const stats = await killRounds({ dir, stream: 'agent/soak', kills: raceEvery > 0 ? raceEvery : 1_000_000, seconds: left, seed: seed + batch, baseEvery: Number(values['base-every']), log: say });
+  const stats = await killRounds({
+    dir,
+    stream: 'agent/soak',
+    kills: raceEvery > 0 ? raceEvery : 1_000_000,
+    seconds: left,
+    seed: seed + batch,
+    baseEvery: Number(values['base-every']),
+    log: say,
+  });
   for (const k of ['kills', 'restores', 'acks', 'inFlightLanded', 'killedBeforeOpen']) total[k] += stats[k];
   total.mismatches.push(...stats.mismatches);
   if (raceEvery > 0 && Date.now() < deadline && total.mismatches.length === 0) {
-    const race = await raceRound({ dir, stream: 'agent/soak-race', writers: 2 + (batch % 3), steps: 30, barrier: batch % 2 === 0, seed, round: batch });
+    const race = await raceRound({
+      dir,
+      stream: 'agent/soak-race',
+      writers: 2 + (batch % 3),
+      steps: 30,
+      barrier: batch % 2 === 0,
+      seed,
+      round: batch,
+    });
     total.races++;
     total.fenced += race.fenced;
     total.mismatches.push(...race.mismatches.map((m) => `race round ${batch}: ${m}`));
   }
   batch++;
-  say(`${total.kills} kills, ${total.restores} restores, ${total.acks} acknowledged checkpoints (${stats.committed} committed), in flight landed ${total.inFlightLanded}x, ${total.races} race rounds (${total.fenced} fenced), ${total.mismatches.length} mismatches`);
+  say(
+    `${total.kills} kills, ${total.restores} restores, ${total.acks} acknowledged checkpoints (${stats.committed} committed), in flight landed ${total.inFlightLanded}x, ${total.races} race rounds (${total.fenced} fenced), ${total.mismatches.length} mismatches`,
+  );
 }
 
 say(`done: seed ${seed}: ${total.kills} kills, ${total.restores} restores, ${total.mismatches.length} mismatches`);
 for (const m of total.mismatches.slice(0, 20)) console.log(`  ${m}`);
-if (!values.keep && values.dir === undefined && total.mismatches.length === 0) await rm(dir, { recursive: true, force: true });
+if (!values.keep && values.dir === undefined && total.mismatches.length === 0)
+  await rm(dir, { recursive: true, force: true });
 else console.log(`  dir kept: ${dir}`);
 process.exit(total.mismatches.length === 0 ? 0 : 1);

@@ -22,7 +22,12 @@ export interface TakeoverReport {
  * the child is fenced, seqs are contiguous, every acknowledged seq restores to its state, every
  * other seq is a filler equal to the seq before, and the newest state is the new engine's.
  */
-export async function takeOverBusyWriter(store: Store, args: [kind: 'file' | 's3', where: string], stream: string, warmup = 10): Promise<TakeoverReport> {
+export async function takeOverBusyWriter(
+  store: Store,
+  args: [kind: 'file' | 's3', where: string],
+  stream: string,
+  warmup = 10,
+): Promise<TakeoverReport> {
   const child = spawn(process.execPath, [WRITER, ...args, stream], { stdio: ['ignore', 'pipe', 'pipe'] });
   const acks = new Map<number, number>();
   const lines: string[] = [];
@@ -47,7 +52,9 @@ export async function takeOverBusyWriter(store: Store, args: [kind: 'file' | 's3
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   try {
     await warm;
-    expect(acks.size, `the busy writer got going: ${lines.slice(-3).join(' | ')} ${stderr}`).toBeGreaterThanOrEqual(warmup);
+    expect(acks.size, `the busy writer got going: ${lines.slice(-3).join(' | ')} ${stderr}`).toBeGreaterThanOrEqual(
+      warmup,
+    );
     const t0 = performance.now();
     const fresh = await SnapshotEngine.open<{ by: string; n: number }>({ store, stream });
     const openMs = performance.now() - t0;
@@ -56,7 +63,10 @@ export async function takeOverBusyWriter(store: Store, args: [kind: 'file' | 's3
     const mine = await fresh.checkpoint({ by: 'new', n: 0 });
     await fresh.close();
     const entries = await listCheckpoints(store, stream);
-    expect(entries.map((e) => e.seq), 'seqs are contiguous').toEqual(entries.map((_, i) => i + 1));
+    expect(
+      entries.map((e) => e.seq),
+      'seqs are contiguous',
+    ).toEqual(entries.map((_, i) => i + 1));
     expect(entries[entries.length - 1]!.seq).toBe(mine.seq);
     expect((await restore(store, stream)).state, 'the newest state is the new engine').toEqual({ by: 'new', n: 0 });
     let fillers = 0;
