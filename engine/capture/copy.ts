@@ -16,6 +16,7 @@ import {
   type TypedArray,
 } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
+import { alignMiddle, deepEqual, sameIdentity } from './arrays.js';
 import { Walk, checkPrimitive, kindOfTree } from './walk.js';
 
 /** Captures by diffing the caller's state against a private frozen copy of the last capture. */
@@ -183,28 +184,51 @@ function diffCopyObject(prev: Record<string, unknown>, next: Record<string, unkn
 }
 
 function diffCopyArray(prev: readonly unknown[], next: unknown[], walk: Walk): unknown {
+  const item = (i: number): unknown => (next[i] === undefined ? null : next[i]);
+  // The common prefix and suffix: elements unchanged in place (a trial diff that emits nothing).
   const common = Math.min(prev.length, next.length);
-  let out: unknown[] | undefined;
-  for (let i = 0; i < common; i++) {
-    const item = next[i] === undefined ? null : next[i];
-    walk.keys.push(i);
-    const after = diffCopy(prev[i], item, walk);
-    walk.keys.pop();
-    if (!Object.is(after, prev[i])) (out ??= prev.slice(0, common))[i] = after;
-  }
-  if (next.length > prev.length) {
-    out ??= prev.slice(0, common);
-    for (let i = prev.length; i < next.length; i++) {
-      const item = next[i] === undefined ? null : next[i];
-      walk.keys.push(i);
-      const copy = cloneInto(item, walk);
+  let lo = 0;
+  while (lo < common && unchanged(prev[lo], item(lo), lo, walk)) lo++;
+  let suffix = 0;
+  while (
+    suffix < common - lo &&
+    unchanged(prev[prev.length - 1 - suffix], item(next.length - 1 - suffix), next.length - 1 - suffix, walk)
+  )
+    suffix++;
+  if (lo === prev.length && lo === next.length) return prev;
+  const same = (a: unknown, b: unknown): boolean => sameIdentity(a, b) || deepEqual(a, b === undefined ? null : b);
+  const out: unknown[] = prev.slice(0, lo);
+  let cursor = lo;
+  for (const edit of alignMiddle(prev, next, lo, prev.length - suffix, next.length - suffix, same)) {
+    if (edit.op === 'remove') {
+      walk.emit(OP_REMOVE, cursor);
+      continue;
+    }
+    walk.keys.push(cursor);
+    if (edit.op === 'keep') {
+      out.push(diffCopy(prev[edit.from], item(edit.to), walk));
       walk.keys.pop();
-      walk.emit(OP_ADD, i, copy);
+    } else {
+      const copy = cloneInto(item(edit.to), walk);
+      walk.keys.pop();
+      walk.emit(OP_ADD, cursor, copy);
       out.push(copy);
     }
-  } else if (prev.length > next.length) {
-    out ??= prev.slice(0, common);
-    for (let i = prev.length - 1; i >= next.length; i--) walk.emit(OP_REMOVE, i);
+    cursor++;
   }
-  return out === undefined ? prev : Object.freeze(out);
+  for (let k = prev.length - suffix; k < prev.length; k++) out.push(prev[k]);
+  return Object.freeze(out);
+}
+
+/** Whether `next` equals `prev` at index `at`: a diff that emitted nothing (a diff that did is undone). */
+function unchanged(prev: unknown, next: unknown, at: number, walk: Walk): boolean {
+  const ops = walk.ops.length;
+  const estimate = walk.estimate;
+  walk.keys.push(at);
+  const after = diffCopy(prev, next, walk);
+  walk.keys.pop();
+  if (Object.is(after, prev)) return true;
+  walk.ops.length = ops;
+  walk.estimate = estimate;
+  return false;
 }

@@ -9,6 +9,7 @@ import { OP_ADD, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
 import { Kind, classify, copyTypedArray, invalidState, pathJoin, sameBytes, type TypedArray } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
+import { alignMiddle, sameIdentity } from './arrays.js';
 import { Walk, checkPrimitive, kindOfTree } from './walk.js';
 
 type Leaf = Date | TypedArray;
@@ -240,32 +241,33 @@ export class ImmutableCapturer extends Capturer {
     for (let i = 0; i < next.length; i++) {
       if (next[i] === undefined) invalidState(pathJoin(walk.path(), i), 'undefined in an array (use null)');
     }
-    // Unchanged references at both ends cost nothing; only the middle is compared by position.
-    const max = Math.min(prev.length, next.length);
-    let pre = 0;
-    while (pre < max && Object.is(prev[pre], next[pre])) pre++;
-    let suf = 0;
-    while (suf < max - pre && Object.is(prev[prev.length - 1 - suf], next[next.length - 1 - suf])) suf++;
-    for (let i = 0; i < pre; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
-    const prevMid = prev.length - pre - suf;
-    const nextMid = next.length - pre - suf;
-    const common = Math.min(prevMid, nextMid);
-    for (let i = pre; i < pre + common; i++) {
-      walk.keys.push(i);
-      this.#diffImmutable(prev[i], next[i], walk, id, leafCopies);
-      walk.keys.pop();
-    }
-    if (nextMid > prevMid) {
-      for (let i = pre + common; i < pre + nextMid; i++) {
-        walk.keys.push(i);
-        this.#adopt(next[i], walk, id, leafCopies);
-        walk.keys.pop();
-        walk.emit(OP_ADD, i, next[i]);
+    // Unchanged references at both ends cost nothing; the middle is aligned (arrays.ts), matching
+    // elements by reference or by their identity field.
+    const common = Math.min(prev.length, next.length);
+    let lo = 0;
+    while (lo < common && Object.is(prev[lo], next[lo])) lo++;
+    let suffix = 0;
+    while (suffix < common - lo && Object.is(prev[prev.length - 1 - suffix], next[next.length - 1 - suffix])) suffix++;
+    for (let i = 0; i < lo; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
+    const same = (a: unknown, b: unknown): boolean => Object.is(a, b) || sameIdentity(a, b);
+    let cursor = lo;
+    for (const edit of alignMiddle(prev, next, lo, prev.length - suffix, next.length - suffix, same)) {
+      if (edit.op === 'remove') {
+        walk.emit(OP_REMOVE, cursor);
+        continue;
       }
-    } else {
-      for (let i = pre + prevMid - 1; i >= pre + common; i--) walk.emit(OP_REMOVE, i);
+      walk.keys.push(cursor);
+      if (edit.op === 'keep') {
+        this.#diffImmutable(prev[edit.from], next[edit.to], walk, id, leafCopies);
+        walk.keys.pop();
+      } else {
+        this.#adopt(next[edit.to], walk, id, leafCopies);
+        walk.keys.pop();
+        walk.emit(OP_ADD, cursor, next[edit.to]);
+      }
+      cursor++;
     }
-    for (let i = next.length - suf; i < next.length; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
+    for (let i = next.length - suffix; i < next.length; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
   }
 
   #leavesAt(item: unknown, index: number, walk: Walk, id: number, leafCopies: LeafCopy[]): void {

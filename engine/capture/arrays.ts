@@ -1,0 +1,191 @@
+/**
+ * Array changes as array changes: aligns the middle of two arrays (what is left once their common
+ * prefix and suffix are set aside) with a bounded Myers diff, so that dropping the oldest message
+ * and appending the newest (a sliding context window), trimming, or inserting in the middle cost
+ * one operation per element touched instead of a replace of every element that shifted.
+ */
+
+import { sameBytes, type TypedArray } from '../value.js';
+
+/** One step of an edit script over the middle, in order: keep (diff) a pair, remove, or insert. */
+export type Edit =
+  { op: 'keep'; from: number; to: number } | { op: 'remove'; from: number } | { op: 'insert'; to: number };
+
+/** Past this many removals plus insertions the middle is compared by position instead. */
+export const MAX_EDITS = 64;
+
+/**
+ * Edits that turn `prev[lo..prevHi)` into `next[lo..nextHi)`. Elements `same` calls equal are kept
+ * (and diffed); between two kept runs, removals and insertions are paired by position first (so an
+ * element changed in place is diffed, not replaced), the rest removed or inserted. When the
+ * alignment needs more than MAX_EDITS removals and insertions, the middle is compared by position.
+ */
+export function alignMiddle(
+  prev: readonly unknown[],
+  next: readonly unknown[],
+  lo: number,
+  prevHi: number,
+  nextHi: number,
+  same: (a: unknown, b: unknown) => boolean,
+): Edit[] {
+  const n = prevHi - lo;
+  const m = nextHi - lo;
+  const path = n > 0 && m > 0 ? myers(prev, next, lo, n, m, same) : undefined;
+  // No alignment (nothing in common, or too costly): by position, as a plain index diff does.
+  const steps: Step[] = path ?? positional(n, m);
+  const edits: Edit[] = [];
+  let removes: number[] = [];
+  let inserts: number[] = [];
+  const flush = (): void => {
+    const paired = Math.min(removes.length, inserts.length);
+    for (let k = 0; k < paired; k++) edits.push({ op: 'keep', from: lo + removes[k]!, to: lo + inserts[k]! });
+    for (let k = paired; k < removes.length; k++) edits.push({ op: 'remove', from: lo + removes[k]! });
+    for (let k = paired; k < inserts.length; k++) edits.push({ op: 'insert', to: lo + inserts[k]! });
+    removes = [];
+    inserts = [];
+  };
+  for (const step of steps) {
+    if (step[0] === KEEP) {
+      flush();
+      edits.push({ op: 'keep', from: lo + step[1], to: lo + step[2] });
+    } else if (step[0] === REMOVE) removes.push(step[1]);
+    else inserts.push(step[1]);
+  }
+  flush();
+  return edits;
+}
+
+const KEEP = 0;
+const REMOVE = 1;
+const INSERT = 2;
+type Step = [typeof KEEP, number, number] | [typeof REMOVE, number] | [typeof INSERT, number];
+
+/** Pairs by position, then removes or inserts the rest. */
+function positional(n: number, m: number): Step[] {
+  const steps: Step[] = [];
+  for (let k = 0; k < Math.min(n, m); k++) steps.push([KEEP, k, k]);
+  for (let k = m; k < n; k++) steps.push([REMOVE, k]);
+  for (let k = n; k < m; k++) steps.push([INSERT, k]);
+  return steps;
+}
+
+/**
+ * The shortest edit script from a = prev[lo..lo+n) to b = next[lo..lo+m) (Myers' O((n+m)·D)
+ * greedy algorithm), or undefined when it needs more than MAX_EDITS edits or keeps nothing.
+ */
+function myers(
+  prev: readonly unknown[],
+  next: readonly unknown[],
+  lo: number,
+  n: number,
+  m: number,
+  same: (a: unknown, b: unknown) => boolean,
+): Step[] | undefined {
+  const max = Math.min(MAX_EDITS, n + m);
+  const offset = max + 1;
+  const v = new Int32Array(2 * max + 3);
+  const trace: Int32Array[] = [];
+  let found = -1;
+  for (let d = 0; d <= max && found < 0; d++) {
+    trace.push(v.slice());
+    for (let k = -d; k <= d; k += 2) {
+      let x =
+        k === -d || (k !== d && v[offset + k - 1]! < v[offset + k + 1]!) ? v[offset + k + 1]! : v[offset + k - 1]! + 1;
+      let y = x - k;
+      while (x < n && y < m && same(prev[lo + x], next[lo + y])) {
+        x++;
+        y++;
+      }
+      v[offset + k] = x;
+      if (x >= n && y >= m) {
+        found = d;
+        break;
+      }
+    }
+  }
+  if (found < 0) return undefined;
+  // Walk back through the saved frontiers to recover the path.
+  const steps: Step[] = [];
+  let x = n;
+  let y = m;
+  let kept = 0;
+  for (let d = found; d > 0; d--) {
+    const vd = trace[d]!;
+    const k = x - y;
+    const prevK = k === -d || (k !== d && vd[offset + k - 1]! < vd[offset + k + 1]!) ? k + 1 : k - 1;
+    const prevX = vd[offset + prevK]!;
+    const prevY = prevX - prevK;
+    while (x > prevX && y > prevY) {
+      steps.push([KEEP, --x, --y]);
+      kept++;
+    }
+    if (x === prevX) steps.push([INSERT, --y]);
+    else steps.push([REMOVE, --x]);
+  }
+  while (x > 0 && y > 0) {
+    steps.push([KEEP, --x, --y]);
+    kept++;
+  }
+  if (kept === 0) return undefined;
+  return steps.reverse();
+}
+
+const ID_KEYS = ['id', 'key', 'uuid', '_id'] as const;
+
+/**
+ * True when two elements carry the same identity field (`id`, `key`, `uuid` or `_id`, a string or
+ * a number): messages, plan steps and tool calls usually do, and then an element changed in place
+ * is still recognised as the same element.
+ */
+export function sameIdentity(a: unknown, b: unknown): boolean {
+  if (
+    typeof a !== 'object' ||
+    a === null ||
+    typeof b !== 'object' ||
+    b === null ||
+    Array.isArray(a) ||
+    Array.isArray(b)
+  )
+    return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  for (const key of ID_KEYS) {
+    const id = x[key];
+    if (id === undefined) continue;
+    return (typeof id === 'string' || typeof id === 'number') && Object.is(id, y[key]);
+  }
+  return false;
+}
+
+/**
+ * Whether the caller's `b` holds what the captured value `a` holds, as statefold stores values
+ * (-0 is not 0; undefined in an array is null, an undefined property is absent). It only guides
+ * alignment: kept pairs are diffed anyway, so it never decides what is stored. The walk follows
+ * `a`, a finite captured tree, so a cycle in `b` cannot make it loop.
+ */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'object' || a === null) return Object.is(a, b);
+  if (typeof b !== 'object' || b === null) return false;
+  const proto = Object.getPrototypeOf(b);
+  if (Array.isArray(a)) {
+    if (proto !== Array.prototype || (b as unknown[]).length !== a.length) return false;
+    for (let i = 0; i < a.length; i++) {
+      const item = (b as unknown[])[i];
+      if (!deepEqual(a[i], item === undefined ? null : item)) return false;
+    }
+    return true;
+  }
+  if (a instanceof Date) return proto === Date.prototype && Object.is(a.getTime(), (b as Date).getTime());
+  if (ArrayBuffer.isView(a)) return ArrayBuffer.isView(b) && sameBytes(a as TypedArray, b as TypedArray);
+  if (proto !== Object.prototype && proto !== null) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let count = 0;
+  for (const key of Object.keys(y)) {
+    const item = y[key];
+    if (item === undefined) continue;
+    count++;
+    if (!Object.prototype.hasOwnProperty.call(x, key) || !deepEqual(x[key], item)) return false;
+  }
+  return count === Object.keys(x).length;
+}
