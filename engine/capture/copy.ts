@@ -3,7 +3,7 @@
  * state, and every capture walks the caller's whole state against it, so callers may mutate
  * their state in place freely. Unchanged nodes of the copy are shared from one capture to the next.
  */
-import { OP_ADD, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
+import { OP_ADD, OP_APPEND, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
 import {
   Kind,
@@ -17,7 +17,7 @@ import {
 } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
 import { alignMiddle, deepEqual, sameIdentity } from './arrays.js';
-import { Walk, checkPrimitive, kindOfTree } from './walk.js';
+import { Walk, appended, checkPrimitive, kindOfTree } from './walk.js';
 
 /** Captures by diffing the caller's state against a private frozen copy of the last capture. */
 export class CopyCapturer extends Capturer {
@@ -119,7 +119,8 @@ function diffCopy(prev: unknown, next: unknown, walk: Walk): unknown {
   if (typeof next !== 'object' || next === null) {
     checkPrimitive(next, walk);
     if (Object.is(prev, next)) return prev;
-    walk.emit(OP_REPLACE, undefined, next);
+    if (appended(prev, next)) walk.emit(OP_APPEND, undefined, next.slice((prev as string).length));
+    else walk.emit(OP_REPLACE, undefined, next);
     return next;
   }
   const kind = classify(next);

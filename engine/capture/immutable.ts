@@ -5,12 +5,12 @@
  * not what exists. Dates and typed arrays cannot be frozen: it keeps a copy of each and compares
  * contents, so an in-place change is still seen, and encoders read the copy taken at their capture.
  */
-import { OP_ADD, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
+import { OP_ADD, OP_APPEND, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
 import { Kind, classify, copyTypedArray, invalidState, pathJoin, sameBytes, type TypedArray } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
 import { alignMiddle, sameIdentity } from './arrays.js';
-import { Walk, checkPrimitive, kindOfTree } from './walk.js';
+import { Walk, appended, checkPrimitive, kindOfTree } from './walk.js';
 
 type Leaf = Date | TypedArray;
 
@@ -183,7 +183,9 @@ export class ImmutableCapturer extends Capturer {
     }
     if (typeof next !== 'object' || next === null) {
       checkPrimitive(next, walk);
-      if (!Object.is(prev, next)) walk.emit(OP_REPLACE, undefined, next);
+      if (Object.is(prev, next)) return;
+      if (appended(prev, next)) walk.emit(OP_APPEND, undefined, next.slice((prev as string).length));
+      else walk.emit(OP_REPLACE, undefined, next);
       return;
     }
     const kind = classify(next);

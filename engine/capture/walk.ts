@@ -3,7 +3,7 @@
  * JSON Pointers and error messages), depth and cycle checks, and the operations it emits.
  */
 import { escapePathComponent } from 'fast-json-patch';
-import { OP_REMOVE, type Op } from '../format/ops.js';
+import { MIN_APPEND_BASE, OP_REMOVE, type Op } from '../format/ops.js';
 import { Kind, MAX_DEPTH, classify, invalidState, pathJoin } from '../value.js';
 
 /** Walk state shared by the recursive functions of one capture. */
@@ -118,4 +118,15 @@ export function kindOfTree(v: unknown): Kind {
   if (v instanceof Date) return Kind.Date;
   if (ArrayBuffer.isView(v)) return Kind.Bytes;
   return Kind.Object;
+}
+
+/** Whether `next` is `prev` with text appended, long enough that storing only the appended text pays. */
+export function appended(prev: unknown, next: unknown): next is string {
+  return (
+    typeof prev === 'string' &&
+    typeof next === 'string' &&
+    prev.length >= MIN_APPEND_BASE &&
+    next.length > prev.length &&
+    next.startsWith(prev)
+  );
 }

@@ -4,7 +4,7 @@
  *
  *   offset size  field
  *   0      4     magic "SFLD"
- *   4      1     format version (1)
+ *   4      1     format version: 1, or 2 for a delta with append operations (see ops.ts)
  *   5      1     kind: 1 base, 2 delta, 3 fence
  *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
  *   7      1     flags (0)
@@ -25,7 +25,8 @@ import { decodeValue, encodeValue } from './values.js';
 export type { FrameHeader } from './header.js';
 
 export const MAGIC = 0x444c4653; // "SFLD" read as u32 LE
-export const FORMAT_VERSION = 1;
+/** The newest format version this statefold writes and reads; it reads every version from 1. */
+export const FORMAT_VERSION = 2;
 const FIXED = 20;
 const TRAILER = 4;
 
@@ -37,6 +38,8 @@ const CODE_KIND: Record<number, FrameKind> = { 1: 'base', 2: 'delta', 3: 'fence'
 /** A frame read back and verified. */
 export interface Frame {
   kind: FrameKind;
+  /** The format version it was written in (2: a delta that may hold append operations). */
+  version: number;
   header: FrameHeader;
   /** CRC-32 stored in its trailer (a delta's `parent` names it). */
   crc: number;
@@ -60,7 +63,7 @@ export interface FrameLimits {
 export const DEFAULT_LIMITS: FrameLimits = { maxPayloadBytes: 1 << 30 };
 
 /** Builds a frame: header, payload compressed (WRITE_COMPRESSION) when that makes it smaller, checksum. */
-export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array): Uint8Array {
+export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array, version: 1 | 2 = 1): Uint8Array {
   const head = encodeValue(toStoredHeader(header));
   const compressed = WRITE_COMPRESSION.compress(raw);
   const compression = compressed === undefined ? NONE : WRITE_COMPRESSION;
@@ -75,7 +78,7 @@ export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Arra
   const total = FIXED + head.byteLength + payload.byteLength + TRAILER;
   const frame = Buffer.allocUnsafe(total);
   frame.writeUInt32LE(MAGIC, 0);
-  frame[4] = FORMAT_VERSION;
+  frame[4] = version;
   frame[5] = KIND_CODE[kind];
   frame[6] = compression.id;
   frame[7] = 0;
@@ -117,8 +120,8 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
     fail(`object of ${buf.byteLength} bytes is too short to be a frame (truncated?)`);
   if (buf.readUInt32LE(0) !== MAGIC) fail('not a statefold frame (bad magic)');
   const version = buf[4]!;
-  if (version !== FORMAT_VERSION)
-    fail(`frame format version ${version} is not supported by this statefold (reads version ${FORMAT_VERSION})`);
+  if (version < 1 || version > FORMAT_VERSION)
+    fail(`frame format version ${version} is not supported by this statefold (reads versions 1 to ${FORMAT_VERSION})`);
   const headLength = buf.readUInt32LE(8);
   const payloadLength = buf.readUInt32LE(12);
   const rawLength = buf.readUInt32LE(16);
@@ -162,8 +165,10 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   )
     fail('delta frame without a valid base and parent');
   if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
+  if (version === 2 && kind !== 'delta') fail(`a ${kind} frame in format version 2, which only deltas use`);
   return {
     kind: kind!,
+    version,
     header,
     crc,
     bytes: buf.byteLength,

@@ -122,7 +122,7 @@ export async function readChain<S>(
     const ops = decodePayload(frames[i]!, { stream, key, seq: s });
     if (!Array.isArray(ops)) throw corrupt(stream, s, key, 'delta payload is not a list of operations');
     try {
-      state = applyOps(state, ops as Op[]);
+      state = applyOps(state, ops as Op[], frames[i]!.version);
     } catch (err) {
       if (err instanceof PatchMismatch) throw corrupt(stream, s, key, `delta does not apply: ${err.message}`, err);
       throw err;

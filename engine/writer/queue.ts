@@ -9,7 +9,7 @@ import { thaw } from '../capture/index.js';
 import { ledgerEntries, type Ledger, type LedgerEntry } from '../effects/ledger.js';
 import { isStatefoldError, type StatefoldError } from '../errors.js';
 import { decodePayload, encodeFrame, type FrameHeader, type FrameKind } from '../format/frame.js';
-import type { Op } from '../format/ops.js';
+import { opsVersion, type Op } from '../format/ops.js';
 import { encodeValue } from '../format/values.js';
 import type { StreamKeys } from '../log/keys.js';
 import type { ResolvedPolicy } from '../policy.js';
@@ -179,7 +179,13 @@ export class CommitQueue {
         this.#needBase || c.state === undefined || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
       let frame: Uint8Array | undefined;
       if (kind === 'delta') {
-        frame = encodeFrame('delta', header('delta'), encodeValue(task.capture.ops, resolver));
+        // Version 1 unless the delta appends: streams that never append stay readable by older statefold.
+        frame = encodeFrame(
+          'delta',
+          header('delta'),
+          encodeValue(task.capture.ops, resolver),
+          opsVersion(task.capture.ops),
+        );
         // Redis-style size trigger: once the deltas outgrow the base, a new base is cheaper to restore.
         if (c.deltaBytes + frame.byteLength > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
       }
@@ -218,7 +224,7 @@ export class CommitQueue {
       let state: unknown;
       if (landed.kind === 'base') state = decodePayload(landed, origin);
       else if (c.state !== undefined && landed.header.parent === c.crc)
-        state = applyOps(thaw(c.state), decodePayload(landed, origin) as Op[]);
+        state = applyOps(thaw(c.state), decodePayload(landed, origin) as Op[], landed.version);
       this.#head = {
         seq,
         crc: landed.crc,

@@ -42,14 +42,14 @@ const STORED_NAMES: [keyof ForgedHeader, string][] = [
 const packr = new Packr({ useRecords: false, useFloat32: 0, variableMapSize: true });
 
 /** Builds a frame of `kind` with `header` and `payload` (any msgpack value), uncompressed, with a valid checksum. */
-export function forgeFrame(kind: ForgedKind, header: ForgedHeader, payload: unknown): Buffer {
+export function forgeFrame(kind: ForgedKind, header: ForgedHeader, payload: unknown, version = 1): Buffer {
   const stored: Record<string, unknown> = {};
   for (const [name, short] of STORED_NAMES) if (header[name] !== undefined) stored[short] = header[name];
   const head = packr.pack(stored);
   const body = packr.pack(payload);
   const frame = Buffer.alloc(20 + head.length + body.length + 4);
   frame.write('SFLD', 0, 'latin1');
-  frame[4] = 1;
+  frame[4] = version;
   frame[5] = KIND_CODE[kind];
   frame[6] = 0; // codec: msgpack, not compressed
   frame[7] = 0;
