@@ -151,6 +151,8 @@ async function collect(
   const keepFrom = slots[keep]!.seq;
   // Keep the base of the oldest kept checkpoint, so that it still restores.
   const first = await read(keep);
+  // The committed view holds checkpoints only; a fence here would put the floor above history.
+  if (first.kind === 'fence') return { deleted: [], deletedKeys: 0, oldestRetained: log.floor };
   const cut = Math.min(keepFrom, first.header.baseSeq ?? keepFrom);
   const signalOpt = options.signal ? { signal: options.signal } : undefined;
   // First the floor: from the moment it exists, readers treat every seq below it as deleted, so

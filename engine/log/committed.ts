@@ -19,7 +19,12 @@ export interface CommittedView {
   tailFrame: Frame | undefined;
 }
 
-/** Reads the tail of a listed log to tell whether its last slot is committed. */
+/**
+ * Reads the tail of a listed log to tell which slots are committed: every slot up to the newest
+ * one whose last key holds a checkpoint. Normally only the newest slot can end in a fence; after a
+ * claim jumped ahead of a busy writer and crashed before filling (or two claims jumped at once), a
+ * few slots below it can too, until the next claim fills them: each is read, from the top down.
+ */
 export async function committedView(
   store: Store,
   log: LogListing,
@@ -29,6 +34,11 @@ export async function committedView(
   const tailSlot = log.slots[log.slots.length - 1];
   if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
   const tailFrame = await readFrame(store, log.keys, tailSlot.seq, tailKey(tailSlot), limits, signal);
-  const slots = tailFrame.kind === 'fence' ? log.slots.slice(0, -1) : log.slots;
-  return { log, slots, tailSlot, tailFrame };
+  let end = log.slots.length;
+  let frame = tailFrame;
+  while (frame.kind === 'fence' && --end > 0) {
+    const slot = log.slots[end - 1]!;
+    frame = await readFrame(store, log.keys, slot.seq, tailKey(slot), limits, signal);
+  }
+  return { log, slots: log.slots.slice(0, frame.kind === 'fence' ? 0 : end), tailSlot, tailFrame };
 }
