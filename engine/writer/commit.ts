@@ -76,16 +76,16 @@ export class SlotWriter {
   /**
    * After creating a key that an earlier write of ours may have landed on: if that write landed,
    * the stream moved on past it and retention deleted it, this create succeeded on a freed key of
-   * deleted history. Newer seqs (or a retention floor above ours) tell; then we are stale: take
-   * the object back and fail FENCED. Only ever runs after an unknown outcome, so it costs a list
-   * on that rare path alone.
+   * deleted history. Retention always records a floor above a seq before deleting it, so a floor
+   * above ours tells exactly; then we are stale: take the object back (it is below the floor,
+   * invisible to every reader) and fail FENCED. Newer keys alone prove nothing: a claim that jumped
+   * ahead of this engine leaves its fence above a slot this engine may still commit, and may
+   * already have built fillers on this very commit. Only runs after an unknown outcome.
    */
   async #checkNotStale(key: string, seq: number): Promise<void> {
     const keys = this.keys;
-    const later = await this.store.list(keys.log, { startAfter: key });
-    const newer = later.some((k) => (keys.parse(k)?.seq ?? 0) > seq);
-    const floors = newer ? [] : await this.store.list(keys.floors);
-    if (!newer && !floors.some((k) => (keys.parseFloor(k) ?? 0) > seq)) return;
+    const floors = await this.store.list(keys.floors);
+    if (!floors.some((k) => (keys.parseFloor(k) ?? 0) > seq)) return;
     await this.store.delete(key).catch(() => undefined);
     throw new StatefoldError(
       'FENCED',
