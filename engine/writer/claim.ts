@@ -9,8 +9,10 @@
  * the one lost), with no listing in between: one conditional write per try, while the old writer
  * can advance one slot per write. The old writer goes on committing below the fence, at most up to
  * it, and is fenced there. Then the claim makes the slots below its fence contiguous: each slot
- * the old writer did not commit gets a filler checkpoint (a delta with no operations, the same
- * state as the seq before). A claim that crashes before filling leaves the next claim to fill.
+ * the old writer did not commit gets a fence (which retention keeps, so the old writer stays
+ * fenced) and then a filler checkpoint after it (a delta with no operations, the same state as the
+ * seq before). A claim that crashes before filling leaves the next claim to fill; until then the
+ * committed view stops below the unfilled slots (log/committed.ts).
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
@@ -168,7 +170,13 @@ async function fillBelow(
   return viewBelow(await listLog(store, keys), fenceSeq);
 }
 
-/** Returns the checkpoint that decides slot `seq`, writing a filler on `prev` at the slot's first free key when there is none. */
+/**
+ * Returns the checkpoint that decides slot `seq`. Where the slot has none, closes it: first a
+ * fence at its first free key, then a filler equal to `prev` at the key after that fence. The
+ * fence stays when retention later deletes the filler (retention keeps fences), so an engine that
+ * would have written that key, the old writer or a claim that never got to commit, finds it taken
+ * and fails FENCED instead of committing into deleted history.
+ */
 async function settleSlot(
   store: Store,
   keys: StreamKeys,
@@ -178,18 +186,35 @@ async function settleSlot(
   limits: FrameLimits,
 ): Promise<Frame> {
   let key = keys.slot(seq);
+  /** The epoch of the fence just before `key` in this slot, and whether it is this claim's. */
+  let before: { epoch: number; ours: boolean } | undefined;
   for (let i = 0; i < MAX_KEYS_PER_SLOT; i++) {
     const there = await store.get(key).catch((err: unknown) => {
       throw wrapStorage(err, keys.stream, seq, key, 'open (filling the slots below its fence)');
     });
     if (there === undefined) {
-      const filler = fillerFrame(id, seq, prev);
-      if ((await createOrRecognise(store, key, filler, keys.stream, seq)) === 'ours')
-        return decodeFrame(filler, { stream: keys.stream, key, seq }, limits);
-      continue; // taken meanwhile (by the old writer's commit): read what is there
+      if (before?.ours) {
+        const filler = fillerFrame(id, seq, prev);
+        if ((await createOrRecognise(store, key, filler, keys.stream, seq)) === 'ours')
+          return decodeFrame(filler, { stream: keys.stream, key, seq }, limits);
+      } else {
+        // Epochs rise along a slot's keys, so that each fence's next key is new.
+        const epoch = before === undefined ? id.epoch : before.epoch + 1;
+        const fence = encodeFrame(
+          'fence',
+          { stream: keys.stream, seq, epoch, writer: id.writer, createdAt: Date.now() },
+          new Uint8Array(0),
+        );
+        if ((await createOrRecognise(store, key, fence, keys.stream, seq)) === 'ours') {
+          before = { epoch, ours: true };
+          key = keys.afterFence(seq, epoch);
+        }
+      }
+      continue; // taken meanwhile (by the old writer's commit, or another claim): read what is there
     }
     const frame = decodeFrame(there, { stream: keys.stream, key, seq }, limits);
     if (frame.kind !== 'fence') return frame;
+    before = { epoch: frame.header.epoch, ours: frame.header.writer === id.writer };
     key = keys.afterFence(seq, frame.header.epoch);
   }
   throw new StatefoldError(

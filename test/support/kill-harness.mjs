@@ -298,9 +298,10 @@ export async function raceRound({
           `${r.name}: ack ${i} has seq ${a.seq}, expected ${r.openSeq + 1 + i} (another writer slipped in)`,
         );
     });
-    // Fenced only by a claim of an epoch at least ours (two claims jumping ahead of a busy writer may tie).
-    if (r.end === 'fenced' && !results.some((o) => o !== r && o.epoch >= r.epoch))
-      mismatches.push(`${r.name} was fenced though no later opener exists`);
+    // Fenced only when another process opened the stream too. (Not "by a higher epoch": a claim that
+    // jumped ahead of a busy writer from an older listing may carry a lower epoch than the engine it fences.)
+    if (r.end === 'fenced' && !results.some((o) => o !== r && o.openSeq >= 0))
+      mismatches.push(`${r.name} was fenced though no other opener exists`);
   }
   if (barrier) {
     const top = Math.max(...results.map((r) => r.epoch));
