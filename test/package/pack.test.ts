@@ -1,96 +1,226 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// The package as a user gets it: `npm pack`, then installed from the tarball into an empty folder
-// with no AWS SDK, and imported from a plain node process outside the repository.
+// The package as a user gets it: `npm pack` on a copy of the repository's files, so that its
+// prepare script builds dist/ there as on a fresh clone (and no build races the other test files
+// reading this repository's dist/), then `npm install <tarball>` into an empty folder outside the
+// repository, and plain node processes importing 'statefold' by name from there. The AWS SDK is
+// an optional peer: nothing installs it.
 
 const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
-const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-let work: string;
-let tarball: string;
-let files: string[];
+const npmBin = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+let tmp: string;
+let consumer: string;
+let packed: { filename: string; files: { path: string }[] };
 
-beforeAll(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'statefold-pack-'));
-  // --ignore-scripts: the suite has just built dist/ (pretest), and a second build would race other test files reading it.
-  const { stdout } = await run(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], {
-    cwd: root,
-    timeout: 120_000,
-  });
-  const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
-  tarball = path.join(work, packed!.filename);
-  files = packed!.files.map((f) => f.path);
-  const app = path.join(work, 'app');
-  await run('mkdir', ['-p', app]);
-  await writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-  await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball], {
-    cwd: app,
-    timeout: 240_000,
-  });
-}, 300_000);
-
-afterAll(async () => {
-  await rm(work, { recursive: true, force: true });
-});
-
-async function node(script: string): Promise<string> {
-  const file = path.join(work, 'app', 'probe.mjs');
-  await writeFile(file, script);
-  const { stdout } = await run(process.execPath, [file], { cwd: path.join(work, 'app'), timeout: 60_000 });
-  return stdout.trim();
+/** The environment without the variables an enclosing `npm test` set for itself (its prefix, its package). */
+function childEnv(): NodeJS.ProcessEnv {
+  const drop = /^(npm_(lifecycle_|package_|command$|execpath$|node_execpath$|config_local_prefix$)|INIT_CWD$)/i;
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !drop.test(k)));
 }
 
-describe('package: npm pack, installed into an empty folder', () => {
-  it('ships dist/ with types and source maps, LICENSE, README and package.json, and no sources or tests', () => {
-    expect(files).toContain('dist/engine/index.js');
-    expect(files).toContain('dist/engine/index.d.ts');
-    expect(files).toContain('dist/storage-adapters/s3/index.d.ts');
-    expect(files).toContain('dist/storage-adapters/testing/index.js');
-    expect(files).toContain('dist/engine/engine.js.map');
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json']));
-    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
-    expect(files.filter((f) => f.startsWith('test/') || f.startsWith('bench/') || f.startsWith('engine/'))).toEqual([]);
-  });
+async function npm(args: string[], cwd: string, timeout: number): Promise<string> {
+  try {
+    const { stdout } = await run(npmBin, args, { cwd, env: childEnv(), timeout, maxBuffer: 64 << 20 });
+    return stdout;
+  } catch (err) {
+    const e = err as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`npm ${args.join(' ')} failed: ${e.message}\n${e.stderr ?? ''}`);
+  }
+}
 
-  it('installs no AWS SDK, and checkpoints and restores on the FileStore', async () => {
-    expect(await readdir(path.join(work, 'app', 'node_modules'))).not.toContain('@aws-sdk');
-    const out = await node(`
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { SnapshotEngine, FileStore, restore } from 'statefold';
-const store = new FileStore({ dir: mkdtempSync(join(tmpdir(), 'statefold-pack-store-')) });
-const engine = await SnapshotEngine.open({ store, stream: 'packed' });
-await engine.checkpoint({ messages: ['hello'] });
-await engine.checkpoint({ messages: ['hello', 'world'] });
-await engine.close();
-const r = await restore(store, 'packed');
-console.log(JSON.stringify({ seq: r.seq, state: r.state }));
-`);
-    expect(JSON.parse(out)).toEqual({ seq: 2, state: { messages: ['hello', 'world'] } });
+/** Runs an ES module in the consumer folder with the node running the tests; returns what it prints as JSON. */
+async function node(script: string, nodeArgs: string[] = []): Promise<unknown> {
+  const file = path.join(consumer, 'probe.mjs');
+  await writeFile(file, script);
+  const { stdout } = await run(process.execPath, [...nodeArgs, file], {
+    cwd: consumer,
+    env: childEnv(),
+    timeout: 60_000,
   });
+  return JSON.parse(stdout);
+}
 
-  it('fails to import statefold/s3 with a message naming the missing peer', async () => {
-    const out = await node(`
-try { await import('statefold/s3'); console.log('loaded'); }
-catch (e) { console.log(e.message); }
-`);
-    expect(out).toBe(
-      'statefold/s3 needs the optional peer dependency @aws-sdk/client-s3, which is not installed: run npm install @aws-sdk/client-s3',
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(tmpdir(), 'statefold-pack-'));
+  // What a clone would hold: the tracked files plus new ones not ignored (so uncommitted work counts).
+  const src = path.join(tmp, 'src');
+  const { stdout: listed } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: root,
+    maxBuffer: 64 << 20,
+  });
+  for (const rel of new Set(listed.split('\0').filter(Boolean))) {
+    if (!existsSync(path.join(root, rel))) continue; // deleted in the working tree
+    await mkdir(path.dirname(path.join(src, rel)), { recursive: true });
+    await cp(path.join(root, rel), path.join(src, rel));
+  }
+  expect(existsSync(path.join(src, 'dist'))).toBe(false);
+  await symlink(path.join(root, 'node_modules'), path.join(src, 'node_modules'), 'dir');
+  const out = await npm(['pack', '--json', '--pack-destination', tmp], src, 180_000);
+  // npm pack prints the prepare script's output first; its JSON starts on a line of its own.
+  [packed] = JSON.parse(out.slice(out.search(/^\[$/m))) as (typeof packed)[];
+
+  consumer = path.join(tmp, 'consumer');
+  await mkdir(consumer);
+  const tarball = path.join(tmp, packed.filename);
+  // What a user writes to approve the native builds (npm 11 warns about any install script not listed).
+  // The tarball's own prepare is denied (matched by its path, as npm matches non-registry packages):
+  // it carries dist/ already.
+  const allowScripts = { lz4: true, 'msgpackr-extract': true, [`file:${tarball}`]: false };
+  await writeFile(
+    path.join(consumer, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'module', allowScripts }),
+  );
+  // --strict-allow-scripts: an install script not approved above fails the install instead of warning.
+  await npm(
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--strict-allow-scripts', tarball],
+    consumer,
+    300_000,
+  );
+}, 540_000);
+
+afterAll(async () => {
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+describe('package: npm pack', () => {
+  it('ships dist/ with declarations, LICENSE and README, and no TypeScript sources or tests', async () => {
+    const files = packed.files.map((f) => f.path);
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'LICENSE',
+        'README.md',
+        'dist/engine/index.js',
+        'dist/engine/index.d.ts',
+      ]),
     );
+    expect(
+      files.filter((f) => !f.startsWith('dist/') && !['package.json', 'LICENSE', 'README.md'].includes(f)),
+    ).toEqual([]);
+    expect(files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(files.filter((f) => /(^|\/)(test|bench)\//.test(f))).toEqual([]);
+    // Declaration maps would point at .ts files that are not shipped.
+    expect(files.filter((f) => f.endsWith('.d.ts.map'))).toEqual([]);
+    // Every file that an export of package.json names is in the tarball.
+    const pkg = JSON.parse(await readFile(path.join(root, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | Record<string, string>>;
+    };
+    const targets = Object.values(pkg.exports).flatMap((t) => (typeof t === 'string' ? [t] : Object.values(t)));
+    expect(targets.length).toBeGreaterThan(4);
+    expect(targets.map((t) => t.replace(/^\.\//, '')).filter((t) => !files.includes(t))).toEqual([]);
   });
 
-  it('resolves source maps to their inlined sources', async () => {
+  it('installs into an empty folder without the AWS SDK', () => {
+    expect(existsSync(path.join(consumer, 'node_modules', 'statefold', 'dist', 'engine', 'index.js'))).toBe(true);
+    expect(existsSync(path.join(consumer, 'node_modules', '@aws-sdk'))).toBe(false);
+  });
+});
+
+describe('package: installed from the tarball', () => {
+  it('checkpoints to a FileStore and restores, importing statefold by name', async () => {
     const out = await node(`
-import { readFileSync } from 'node:fs';
-const map = JSON.parse(readFileSync(new URL('./node_modules/statefold/dist/engine/engine.js.map', import.meta.url), 'utf8'));
-console.log(JSON.stringify({ sources: map.sources, inlined: map.sourcesContent?.[0]?.includes('class SnapshotEngine') ?? false }));
+import { SnapshotEngine, FileStore, restore, listCheckpoints } from 'statefold';
+const store = new FileStore({ dir: './data' });
+const states = [];
+let engine = await SnapshotEngine.open({ store, stream: 'agent' });
+const state = { messages: [], notes: 'x'.repeat(4000) };
+for (let i = 0; i < 4; i++) {
+  state.messages.push({ role: 'user', text: 'step ' + i });
+  await engine.checkpoint(state, { meta: { step: i } });
+  states.push(structuredClone(state));
+}
+await engine.close();
+engine = await SnapshotEngine.open({ store, stream: 'agent' });
+const reopened = { seq: engine.seq, state: engine.state };
+await engine.close();
+const first = await restore(store, 'agent', { seq: 1 });
+const list = await listCheckpoints(store, 'agent');
+const out = { states, reopened, first: { state: first.state, meta: first.meta }, kinds: list.map((c) => c.kind) };
+console.log(JSON.stringify(out));
 `);
-    expect(JSON.parse(out)).toEqual({ sources: ['../../engine/engine.ts'], inlined: true });
+    const { states, reopened, first, kinds } = out as {
+      states: unknown[];
+      reopened: { seq: number; state: unknown };
+      first: unknown;
+      kinds: string[];
+    };
+    expect(reopened).toEqual({ seq: 4, state: states[3] });
+    expect(first).toEqual({ state: states[0], meta: { step: 0 } });
+    expect(kinds).toHaveLength(4);
+    // The 4 KB note is written once: later checkpoints are deltas, through msgpackr and the lz4 addon.
+    expect(kinds.slice(1)).toContain('delta');
+  });
+
+  it('resolves stack traces to the TypeScript sources through the shipped source maps', async () => {
+    const script = `
+import { FileStore } from 'statefold';
+let stack;
+try { new FileStore({ dir: '' }); } catch (e) { stack = e.stack; }
+console.log(JSON.stringify(stack));
+`;
+    const mapped = (await node(script, ['--enable-source-maps'])) as string;
+    expect(mapped).toMatch(/INVALID_ARGUMENT|options\.dir/);
+    expect(mapped).toMatch(/storage-adapters\/file\/index\.ts:\d+:\d+/);
+    expect((await node(script)) as string).toMatch(/dist\/storage-adapters\/file\/index\.js:\d+:\d+/);
+    // The maps carry the sources themselves: the .ts files are not in the package.
+    const dist = path.join(consumer, 'node_modules', 'statefold', 'dist');
+    const map = JSON.parse(await readFile(path.join(dist, 'storage-adapters', 'file', 'index.js.map'), 'utf8')) as {
+      sources: string[];
+      sourcesContent?: string[];
+    };
+    expect(map.sources).toEqual(['../../../storage-adapters/file/index.ts']);
+    expect(map.sourcesContent).toEqual([
+      await readFile(path.join(root, 'storage-adapters', 'file', 'index.ts'), 'utf8'),
+    ]);
+  });
+
+  it('typechecks a consumer against the shipped declarations', async () => {
+    await writeFile(
+      path.join(consumer, 'check.ts'),
+      `import { SnapshotEngine, FileStore, restore, type CheckpointInfo } from 'statefold';
+const engine: SnapshotEngine<{ n: number }> = await SnapshotEngine.open<{ n: number }>({ store: new FileStore({ dir: 'data' }), stream: 's' });
+const info: CheckpointInfo = await engine.checkpoint({ n: 1 });
+const seq: number = info.seq;
+// @ts-expect-error a stream needs a store
+await SnapshotEngine.open({ stream: 's' });
+// @ts-expect-error the state's type is checked
+await engine.checkpoint({ n: 'one' });
+export const restored = [seq, (await restore(new FileStore({ dir: 'data' }), 's')).seq];
+`,
+    );
+    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    const args = [
+      '--noEmit',
+      '--strict',
+      '--target',
+      'es2022',
+      '--module',
+      'nodenext',
+      '--moduleResolution',
+      'nodenext',
+    ];
+    // @types/node comes from the repository: a TypeScript user of a Node library has it.
+    args.push('--typeRoots', path.join(root, 'node_modules', '@types'), '--types', 'node', 'check.ts');
+    const result = await run(process.execPath, [tsc, ...args], { cwd: consumer, timeout: 120_000 }).then(
+      () => '',
+      (err: { stdout?: string; message: string }) => err.stdout || err.message,
+    );
+    expect(result).toBe('');
+  });
+
+  it('fails to import statefold/s3 with a message that names the missing peer dependency', async () => {
+    const out = await node(`
+let out;
+try { await import('statefold/s3'); out = 'loaded'; } catch (e) { out = String(e.message); }
+console.log(JSON.stringify(out));
+`);
+    expect(out).toMatch(/optional peer dependency @aws-sdk\/client-s3/);
   });
 });
