@@ -3,7 +3,14 @@ export { SnapshotEngine } from './engine.js';
 export type { EngineOptions, CheckpointOptions, CheckpointInfo, EffectOptions } from './engine.js';
 export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects/ledger.js';
 export { restore, listCheckpoints } from './restore/index.js';
-export type { RestoreOptions, Restored, CheckpointEntry, ListCheckpointsOptions } from './restore/index.js';
+export type {
+  RestoreOptions,
+  Restored,
+  CheckpointEntry,
+  DamagedCheckpointEntry,
+  ListedCheckpoint,
+  ListCheckpointsOptions,
+} from './restore/index.js';
 export type { Policy, ResolvedPolicy } from './policy.js';
 export type { FrameLimits } from './format/frame.js';
 export { gc } from './retention.js';

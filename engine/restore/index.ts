@@ -15,7 +15,14 @@ import { restoreIntact } from './skip-damaged.js';
 import type { Restored, RestoreOptions } from './types.js';
 
 export { listCheckpoints } from './list.js';
-export type { CheckpointEntry, ListCheckpointsOptions, Restored, RestoreOptions } from './types.js';
+export type {
+  CheckpointEntry,
+  DamagedCheckpointEntry,
+  ListCheckpointsOptions,
+  ListedCheckpoint,
+  Restored,
+  RestoreOptions,
+} from './types.js';
 
 /** Restores the state of a stream's newest committed checkpoint, or of `options.seq`. */
 export async function restore<S = unknown>(

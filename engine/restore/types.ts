@@ -60,14 +60,37 @@ export interface CheckpointEntry {
    * the stream to close a seq the engine it fenced never committed (see README, Guarantees).
    */
   filler: boolean;
+  /** False: the checkpoint was read and verified (see DamagedCheckpointEntry). */
+  damaged: false;
 }
+
+/** An entry of `listCheckpoints` whose object failed verification: listed, not thrown. */
+export interface DamagedCheckpointEntry {
+  seq: number;
+  damaged: true;
+  /** The CORRUPT error reading it gave (stream, seq and key inside). */
+  error: StatefoldError;
+}
+
+/** One entry of `listCheckpoints`: a verified checkpoint, or a damaged one. */
+export type ListedCheckpoint = CheckpointEntry | DamagedCheckpointEntry;
 
 /** Options of `listCheckpoints`. */
 export interface ListCheckpointsOptions {
+  /** At most this many entries (default: all). Only the objects returned are read. */
+  limit?: number;
+  /** Only seqs greater than this one (the last seq of the previous page, ascending). */
+  after?: number;
+  /** Only seqs smaller than this one (the last seq of the previous page, with `reverse`). */
+  before?: number;
+  /** Newest first (default: oldest first). */
+  reverse?: boolean;
   /** Aborts the reads (they then reject ABORTED). */
   signal?: AbortSignal;
   /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
   storeTimeoutMs?: number;
+  /** Largest uncompressed frame payload accepted (default 1 GiB). */
   maxPayloadBytes?: number;
+  /** How many objects are read at once (default 16). */
   concurrency?: number;
 }
