@@ -27,7 +27,7 @@ import type { GcReport, Retention } from './retention.js';
 import { claimStream, type Claim } from './writer/claim.js';
 import { SlotWriter } from './writer/commit.js';
 import { CommitQueue, EMPTY_HEAD, type CheckpointInfo, type Head } from './writer/queue.js';
-import { RetentionRunner } from './writer/retention-runner.js';
+import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
 
 export type { CheckpointInfo } from './writer/queue.js';
@@ -46,7 +46,8 @@ export class SnapshotEngine<S = unknown> {
   readonly #queue: CommitQueue;
   readonly #trigger: StepTrigger<S, CheckpointOptions>;
   readonly #effects: EffectRunner<S>;
-  readonly #retention: RetentionRunner;
+  /** The hint and retention, in the background after each base. */
+  readonly #afterBase: AfterBase;
   /** Closing is a state, not a flag: from the call to close() on, every call rejects CLOSED. */
   #lifecycle: 'open' | 'closing' | 'closed' = 'open';
   /** Meta of the last capture, repeated by the checkpoints that only record effects. */
@@ -66,19 +67,11 @@ export class SnapshotEngine<S = unknown> {
     this.policy = policy;
     this.#capturer = opened.capturer;
     this.#lastMeta = opened.head.meta;
-    this.#retention = new RetentionRunner(store, keys.stream, options.retention, limits);
+    this.#afterBase = new AfterBase(store, keys, options.retention, limits);
     const identity = { epoch: claim.epoch, writer: claim.writer };
     const writer = new SlotWriter(store, keys, identity, limits);
-    this.#queue = new CommitQueue(
-      keys,
-      identity,
-      policy,
-      opened.capturer,
-      writer,
-      () => this.#retention.afterBase(),
-      opened.head,
-      claim.nextKey,
-    );
+    const onBase = (seq: number): void => this.#afterBase.committed(seq);
+    this.#queue = new CommitQueue(keys, identity, policy, opened.capturer, writer, onBase, opened.head, claim.nextKey);
     this.#trigger = new StepTrigger(policy);
     const host = {
       stream: this.stream,
@@ -229,7 +222,7 @@ export class SnapshotEngine<S = unknown> {
       await this.#effects.idle();
       if (this.#trigger.deferred && !this.fenced) await this.#flush();
       await this.#queue.idle();
-      await this.#retention.idle();
+      await this.#afterBase.idle();
     } finally {
       this.#lifecycle = 'closed';
     }
@@ -241,12 +234,12 @@ export class SnapshotEngine<S = unknown> {
    */
   async gc(retention?: Retention): Promise<GcReport> {
     this.#assertOpen('gc');
-    return this.#retention.run(retention);
+    return this.#afterBase.run(retention);
   }
 
   /** The error of the last background gc, if it failed (it is retried after the next base). */
   get gcError(): unknown {
-    return this.#retention.error;
+    return this.#afterBase.error;
   }
 
   /** Effect tokens found pending: their intent was recorded but not their outcome (a crash came between). */

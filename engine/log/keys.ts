@@ -80,6 +80,25 @@ export class StreamKeys {
     return `${this.log}${hex16(seq)}.${hex16(epoch)}`;
   }
 
+  /** Prefix of the stream's hints: the seqs of its newest bases, so that readers list from there (see hint.ts). */
+  get hints(): string {
+    return `${this.root}hint/`;
+  }
+
+  /** The hint that a base was committed at `seq`: `<stream>/hint/<seq as 16 hex>`. */
+  hint(seq: number): string {
+    return `${this.hints}${hex16(seq)}`;
+  }
+
+  /** Parses a hint key into its seq. */
+  parseHint(key: string): number | undefined {
+    if (!key.startsWith(this.hints)) return undefined;
+    const name = key.slice(this.hints.length);
+    if (!/^[0-9a-f]{16}$/.test(name)) return undefined;
+    const seq = parseInt(name, 16);
+    return Number.isSafeInteger(seq) && seq >= 1 ? seq : undefined;
+  }
+
   /** Prefix of the stream's retention floors (see retention.ts). */
   get floors(): string {
     return `${this.root}gc/`;

@@ -28,14 +28,32 @@ export interface LogListing {
   floorKeys: string[];
   /** What is left of the slots below the floor: the fences kept, and leftovers of an interrupted gc. */
   below: Slot[];
+  /** Set when only the slots from this seq on were listed (see listLog). */
+  from?: number | undefined;
 }
 
 /**
  * Lists the log of a stream. Slots below the retention floor are set apart: retention has
- * deleted them, or is deleting them, and keeps their fences (see retention.ts).
+ * deleted them, or is deleting them, and keeps their fences (see retention.ts). With `from`, only
+ * the slots from seq `from` on are listed (and the floors), not the whole history.
  */
-export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<LogListing> {
-  const listed = await store.list(keys.root, signal ? { signal } : undefined);
+export async function listLog(
+  store: Store,
+  keys: StreamKeys,
+  signal?: AbortSignal,
+  from?: number,
+): Promise<LogListing> {
+  const options = signal ? { signal } : undefined;
+  let listed: string[];
+  if (from === undefined) listed = await store.list(keys.root, options);
+  else {
+    // '~' sorts after '.' and every hex digit: start after every key of slot from - 1.
+    const [floors, log] = await Promise.all([
+      store.list(keys.floors, options),
+      store.list(keys.log, { ...options, startAfter: `${keys.slot(from - 1)}~` }),
+    ]);
+    listed = [...floors, ...log];
+  }
   const all: Slot[] = [];
   const floorKeys: string[] = [];
   let floor = 1;
@@ -47,7 +65,7 @@ export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSign
         floorKeys.push(key);
         floor = Math.max(floor, f);
       }
-      continue; // neither: a future extension, ignored
+      continue; // neither (a hint, or a future extension): ignored
     }
     const last = all[all.length - 1];
     if (last !== undefined && last.seq === parsed.seq) last.keys.push(key);
@@ -55,7 +73,7 @@ export async function listLog(store: Store, keys: StreamKeys, signal?: AbortSign
   }
   const at = all.findIndex((s) => s.seq >= floor);
   const split = at < 0 ? all.length : at;
-  return { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split) };
+  return { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split), from };
 }
 
 /** The key that decides a slot: its last. */

@@ -7,6 +7,7 @@ import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertSeq, assertStore, limitsOf } from '../args.js';
 import { committedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
+import { newestView } from '../log/hint.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
 import { relistOnVanish } from '../log/read.js';
@@ -37,11 +38,14 @@ export async function restore<S = unknown>(
   if (options.seq !== undefined) assertSeq(options.seq, stream);
   const limits = limitsOf(options.maxPayloadBytes);
   return relistOnVanish(async () => {
-    const log = await listLog(store, keys, options.signal);
     if (!options.skipDamaged) {
-      const view = await committedView(store, log, limits, options.signal);
+      // The newest checkpoint needs only its chain: list from the hinted base (log/hint.ts).
+      const view =
+        options.seq === undefined
+          ? await newestView(store, keys, limits, options.signal)
+          : await committedView(store, await listLog(store, keys, options.signal), limits, options.signal);
       return (await readChain<S>(store, view, options.seq, limits, options)).restored;
     }
-    return restoreIntact<S>(store, log, options.seq, limits, options);
+    return restoreIntact<S>(store, await listLog(store, keys, options.signal), options.seq, limits, options);
   });
 }

@@ -19,7 +19,8 @@ import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
 import { decodeFrame, encodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
 import { encodeValue } from '../format/values.js';
-import { committedView, type CommittedView } from '../log/committed.js';
+import type { CommittedView } from '../log/committed.js';
+import { newestView } from '../log/hint.js';
 import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { sameBytes, sleep, wrapStorage } from './commit.js';
@@ -53,8 +54,8 @@ interface Identity {
 export async function claimStream(store: Store, keys: StreamKeys, limits: FrameLimits): Promise<Claim> {
   const writer = randomBytes(8).toString('hex');
   for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
-    const log = await listLog(store, keys);
-    const view = await committedView(store, log, limits);
+    // The tail and the newest chain are all a claim needs: list from the hinted base (log/hint.ts).
+    const view = await newestView(store, keys, limits);
     const tail = view.tailFrame;
     const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
     // The next free key: the first slot after a committed tail, or the key after a fence.

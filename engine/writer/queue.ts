@@ -89,8 +89,8 @@ export class CommitQueue {
     private readonly policy: ResolvedPolicy,
     private readonly capturer: Capturer,
     private readonly writer: SlotWriter,
-    /** Called after each base commits (retention runs behind bases). */
-    private readonly onBase: () => void,
+    /** Called after each base commits, with its seq (hints and retention run behind bases). */
+    private readonly onBase: (seq: number) => void,
     head: Head,
     nextKey: string,
   ) {
@@ -206,7 +206,7 @@ export class CommitQueue {
         };
         this.#nextKey = this.keys.slot(seq + 1);
         this.#needBase = false;
-        if (kind === 'base') this.onBase();
+        if (kind === 'base') this.onBase(seq);
         return {
           seq,
           kind,

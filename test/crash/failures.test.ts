@@ -4,6 +4,9 @@ import { FaultStore } from 'statefold/testing';
 import { Rng, deepCopy, evolve, initialState, type Mode } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
 
+/** A checkpoint's commit (not a hint, written after each base in the background). */
+const COMMIT = /\/log\//;
+
 /**
  * Failures that are not crashes: one store operation fails (before its write lands, after it
  * landed, with its read-back failing too, or by timing out and landing late) in the middle of
@@ -124,13 +127,15 @@ async function batchCase(seed: number, kind: FaultKind): Promise<void> {
   const victim = calls.length + r.int(size);
   const nthPut = victim - calls.length;
   faults.clearFaults();
-  if (kind === 'fails before landing') faults.inject({ op: 'putIfAbsent', nth: nthPut }, { type: 'fail' });
-  if (kind === 'fails after landing') faults.inject({ op: 'putIfAbsent', nth: nthPut }, { type: 'fail', landed: true });
+  if (kind === 'fails before landing') faults.inject({ op: 'putIfAbsent', key: COMMIT, nth: nthPut }, { type: 'fail' });
+  if (kind === 'fails after landing')
+    faults.inject({ op: 'putIfAbsent', key: COMMIT, nth: nthPut }, { type: 'fail', landed: true });
   if (kind === 'lands but its read-back fails') {
-    faults.inject({ op: 'putIfAbsent', nth: nthPut }, { type: 'fail', landed: true });
+    faults.inject({ op: 'putIfAbsent', key: COMMIT, nth: nthPut }, { type: 'fail', landed: true });
     faults.inject({ op: 'get', nth: 0 }, { type: 'fail' });
   }
-  if (kind === 'times out and lands late') faults.inject({ op: 'putIfAbsent', nth: nthPut }, { type: 'timeout' });
+  if (kind === 'times out and lands late')
+    faults.inject({ op: 'putIfAbsent', key: COMMIT, nth: nthPut }, { type: 'timeout' });
   faults.inject({ times: Infinity }, { type: 'delay', ms: () => (r.chance(0.3) ? r.int(3) : 0) });
   const releaseAfter = calls.length + r.int(size + 1);
   const first = calls.length;
@@ -192,7 +197,7 @@ describe('failures: single cases', () => {
       state.n++;
       await engine.checkpoint(state);
     }
-    faults.inject({ op: 'putIfAbsent' }, { type: 'fail' });
+    faults.inject({ op: 'putIfAbsent', key: COMMIT }, { type: 'fail' });
     state.n++;
     await expect(engine.checkpoint(state)).rejects.toMatchObject({ code: 'STORAGE' });
     expect(engine.seq).toBe(2);
@@ -206,7 +211,7 @@ describe('failures: single cases', () => {
     const inner = new MemoryStore();
     const faults = new FaultStore(inner);
     const engine = await openWith(faults);
-    faults.inject({ op: 'putIfAbsent' }, { type: 'fail', landed: true });
+    faults.inject({ op: 'putIfAbsent', key: COMMIT }, { type: 'fail', landed: true });
     const info = await engine.checkpoint({ n: 1, log: ['a'] });
     expect(info.seq).toBe(1);
     expect((await restore(inner, STREAM)).state).toEqual({ n: 1, log: ['a'] });
@@ -219,10 +224,10 @@ describe('failures: single cases', () => {
     const faults = new FaultStore(inner);
     const engine = await openWith(faults);
     await engine.checkpoint({ n: 0, log: [] }, { meta: 'zero' });
-    const at = faults.count;
-    faults.failAt(at, { landed: true }); // put seq 2: lands, reports failure
-    faults.failAt(at + 1); // its read-back
-    faults.failAt(at + 4); // checkpoint 2: put seq 2 (exists), get seq 2, put seq 3 fails
+    // Counted over commits only: the hint written after the base above runs in the background.
+    faults.inject({ op: 'putIfAbsent', key: COMMIT, nth: 0 }, { type: 'fail', landed: true }); // put seq 2: lands, reports failure
+    faults.inject({ op: 'get', key: COMMIT, nth: 0 }, { type: 'fail' }); // its read-back
+    faults.inject({ op: 'putIfAbsent', key: COMMIT, nth: 2 }, { type: 'fail' }); // checkpoint 2: put seq 2 (exists), get seq 2, put seq 3 fails
     const one = engine.checkpoint({ n: 1, log: ['one'] }, { meta: 'one' });
     const two = engine.checkpoint({ n: 2, log: ['two'] }, { meta: 'two' });
     await expect(one).rejects.toMatchObject({ code: 'STORAGE' });
@@ -240,7 +245,7 @@ describe('failures: single cases', () => {
     const faults = new FaultStore(inner);
     const engine = await openWith(faults);
     await engine.checkpoint({ n: 1, log: [] });
-    faults.inject({ op: 'putIfAbsent' }, { type: 'timeout' });
+    faults.inject({ op: 'putIfAbsent', key: COMMIT }, { type: 'timeout' });
     await expect(engine.checkpoint({ n: 2, log: ['late'] })).rejects.toMatchObject({ code: 'STORAGE' });
     await faults.release();
     expect((await restore(inner, STREAM)).state).toEqual({ n: 2, log: ['late'] });

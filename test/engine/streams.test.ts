@@ -40,7 +40,8 @@ describe('streams: ids', () => {
       const keys = await store.list('');
       const roots = new Set(keys.map((k) => k.split('/')[0]));
       expect(roots.size).toBe(tricky.length);
-      for (const key of keys) expect(key).toMatch(/^[a-z0-9._~-]+\/log\/[0-9a-f]{16}(\.[0-9a-f]{16})?$/);
+      for (const key of keys)
+        expect(key).toMatch(/^[a-z0-9._~-]+\/(log\/[0-9a-f]{16}(\.[0-9a-f]{16})?|hint\/[0-9a-f]{16})$/);
     }
   });
 

@@ -1,28 +1,40 @@
-/** Retention as an engine runs it: in the background after each base it commits, one gc at a time. */
+/**
+ * What an engine runs in the background after each base it commits: the hint (hints.ts), then
+ * retention, one gc at a time.
+ */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
 import type { FrameLimits } from '../format/frame.js';
+import type { StreamKeys } from '../log/keys.js';
 import { gc, type GcReport, type Retention } from '../retention.js';
+import { HintWriter } from './hints.js';
 
-/** Runs gc for one engine: after each base (when a retention was set at open), or when asked. */
-export class RetentionRunner {
+/** Runs one engine's follow-ups of a base: the hint, and gc when a retention was set at open; gc also when asked. */
+export class AfterBase {
+  readonly #hints: HintWriter;
   #running: Promise<GcReport> | undefined;
   #error: unknown;
 
+  private readonly stream: string;
+
   constructor(
     private readonly store: Store,
-    private readonly stream: string,
+    keys: StreamKeys,
     private readonly retention: Retention | undefined,
     private readonly limits: FrameLimits,
-  ) {}
+  ) {
+    this.stream = keys.stream;
+    this.#hints = new HintWriter(store, keys);
+  }
 
   /** The error of the last background gc, if it failed (it is retried after the next base). */
   get error(): unknown {
     return this.#error;
   }
 
-  /** Starts a background gc after a base commits, unless one is running or no retention was set. */
-  afterBase(): void {
+  /** A base committed at `seq`: hint it, and start a background gc unless one is running or no retention was set. */
+  committed(seq: number): void {
+    this.#hints.afterBase(seq);
     if (this.retention === undefined || this.#running) return;
     const run = this.run(this.retention);
     this.#running = run;
@@ -49,8 +61,9 @@ export class RetentionRunner {
     return gc(this.store, this.stream, retention, { limits: this.limits, storeTimeoutMs: Infinity });
   }
 
-  /** Resolves when no background gc is running (whatever its outcome). */
+  /** Resolves when no hint is being written and no background gc is running (whatever their outcome). */
   async idle(): Promise<void> {
+    await this.#hints.idle();
     await this.#running?.catch(() => undefined);
   }
 }

@@ -1,0 +1,51 @@
+/**
+ * Hints: after each base it commits, a writer records `<stream>/hint/<seq>` (and drops the older
+ * ones), so that a reader after the newest checkpoint lists the log from that base instead of its
+ * whole history (Delta Lake's `_last_checkpoint`). A hint is only ever a hint: the listing from it
+ * must start with that base, else (a stale or damaged hint) the whole log is listed. A hint whose
+ * base and everything after it are gone means the newest objects were deleted: CORRUPT.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import { StatefoldError } from '../errors.js';
+import type { FrameLimits } from '../format/frame.js';
+import { committedView, type CommittedView } from './committed.js';
+import type { StreamKeys } from './keys.js';
+import { listLog } from './listing.js';
+
+/** The newest base seq a hint names, or undefined when there is none. */
+export async function readHint(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<number | undefined> {
+  let newest: number | undefined;
+  for (const key of await store.list(keys.hints, signal ? { signal } : undefined)) {
+    const seq = keys.parseHint(key);
+    if (seq !== undefined && (newest === undefined || seq > newest)) newest = seq;
+  }
+  return newest;
+}
+
+/**
+ * The committed view as far as the newest checkpoint needs it: from the hinted base on when there
+ * is a hint that holds, the whole log otherwise. Every seq from the view's first slot on restores.
+ */
+export async function newestView(
+  store: Store,
+  keys: StreamKeys,
+  limits: FrameLimits,
+  signal?: AbortSignal,
+): Promise<CommittedView> {
+  const hint = await readHint(store, keys, signal);
+  if (hint !== undefined) {
+    const log = await listLog(store, keys, signal, hint);
+    if (log.slots.length === 0 && log.below.length === 0) {
+      throw new StatefoldError(
+        'CORRUPT',
+        `stream ${JSON.stringify(keys.stream)}: a hint says seq ${hint} was committed as a base, but no object from seq ${hint} on is left (the newest objects were deleted?)`,
+        { stream: keys.stream, seq: hint, key: keys.hint(hint) },
+      );
+    }
+    if (log.slots[0]?.seq === hint) {
+      const view = await committedView(store, log, limits, signal);
+      if (view.slots.length > 0) return view;
+    }
+  }
+  return committedView(store, await listLog(store, keys, signal), limits, signal);
+}

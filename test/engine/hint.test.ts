@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import {
+  MemoryStore,
+  SnapshotEngine,
+  gc,
+  listCheckpoints,
+  restore,
+  type ListOptions,
+  type Store,
+  type StoreOptions,
+} from 'statefold';
+
+/** Counts the keys every list call returned, so a test can tell how much history a call listed. */
+class ListCounter implements Store {
+  listed = 0;
+  constructor(readonly inner: Store) {}
+  get(key: string, o?: StoreOptions): Promise<Uint8Array | undefined> {
+    return this.inner.get(key, o);
+  }
+  putIfAbsent(key: string, body: Uint8Array, o?: StoreOptions): Promise<boolean> {
+    return this.inner.putIfAbsent(key, body, o);
+  }
+  async list(prefix: string, o?: ListOptions): Promise<string[]> {
+    const keys = await this.inner.list(prefix, o);
+    this.listed += keys.length;
+    return keys;
+  }
+  delete(key: string, o?: StoreOptions): Promise<void> {
+    return this.inner.delete(key, o);
+  }
+}
+
+async function longStream(checkpoints: number): Promise<MemoryStore> {
+  const store = new MemoryStore();
+  const engine = await SnapshotEngine.open({ store, stream: 'h', policy: { baseEvery: 8, maxDeltaRatio: Infinity } });
+  for (let n = 1; n <= checkpoints; n++) await engine.checkpoint({ n });
+  await engine.close(); // waits for the hint of the last base
+  return store;
+}
+
+const hintKeys = async (store: Store): Promise<string[]> => (await store.list('')).filter((k) => k.includes('/hint/'));
+
+describe('hint: open and restore list from the newest base, not the whole history', () => {
+  it('keeps one hint, naming the newest base', async () => {
+    const store = await longStream(300);
+    const newestBase = (await listCheckpoints(store, 'h', { reverse: true })).find(
+      (c) => !c.damaged && c.kind === 'base',
+    )!.seq;
+    expect(await hintKeys(store)).toEqual([`s.h/hint/${newestBase.toString(16).padStart(16, '0')}`]);
+  });
+
+  it('restores and opens a 300-checkpoint stream listing a few keys, not 300', async () => {
+    const store = await longStream(300);
+    const counter = new ListCounter(store);
+    expect((await restore(counter, 'h')).state).toEqual({ n: 300 });
+    expect(counter.listed).toBeLessThan(12);
+    counter.listed = 0;
+    const engine = await SnapshotEngine.open({ store: counter, stream: 'h' });
+    expect(engine.state).toEqual({ n: 300 });
+    expect(counter.listed).toBeLessThan(12);
+    await engine.checkpoint({ n: 301 });
+    await engine.close();
+    expect((await restore(store, 'h')).state).toEqual({ n: 301 });
+  });
+
+  it('costs speed, never correctness, when the hint is stale, names a deleted base, or is garbage', async () => {
+    const store = await longStream(40);
+    // Stale: an older base's hint (the writer dropped it; put it back, and drop the newest).
+    for (const key of await hintKeys(store)) await store.delete(key);
+    await store.putIfAbsent('s.h/hint/0000000000000001', new Uint8Array(0));
+    await store.putIfAbsent('s.h/hint/not-a-seq', new Uint8Array(0));
+    expect((await restore(store, 'h')).state).toEqual({ n: 40 });
+    // Retention deletes the hinted base: the hint no longer holds, the whole log is listed.
+    await gc(store, 'h', { keepLast: 1, minAgeMs: 0 });
+    expect((await restore(store, 'h')).state).toEqual({ n: 40 });
+    const engine = await SnapshotEngine.open({ store, stream: 'h' });
+    expect(engine.state).toEqual({ n: 40 });
+    await engine.close();
+  });
+
+  it('detects that the newest objects were deleted where the hint says a base existed', async () => {
+    const store = await longStream(40);
+    const [hint] = await hintKeys(store);
+    const base = parseInt(hint!.slice(-16), 16);
+    for (const key of await store.list('s.h/log/')) if (parseInt(key.slice(8, 24), 16) >= base) await store.delete(key);
+    await expect(restore(store, 'h')).rejects.toMatchObject({ code: 'CORRUPT', seq: base });
+    await expect(SnapshotEngine.open({ store, stream: 'h' })).rejects.toMatchObject({ code: 'CORRUPT' });
+  });
+});
