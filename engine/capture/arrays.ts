@@ -7,66 +7,94 @@
 
 import { sameBytes, type TypedArray } from '../value.js';
 
-/** One step of an edit script over the middle, in order: keep (diff) a pair, remove, or insert. */
-export type Edit =
-  { op: 'keep'; from: number; to: number } | { op: 'remove'; from: number } | { op: 'insert'; to: number };
+/** What an edit does to the element at the cursor: diff a kept pair, remove, or insert. */
+export const KEEP = 0;
+export const REMOVE = 1;
+export const INSERT = 2;
+
+/** Receives the edits of an array's middle in order: `from` indexes prev (keep, remove), `to` indexes next (keep, insert). */
+export type EditVisitor = (op: typeof KEEP | typeof REMOVE | typeof INSERT, from: number, to: number) => void;
 
 /** Past this many removals plus insertions the middle is compared by position instead. */
 export const MAX_EDITS = 64;
 
 /**
- * Edits that turn `prev[lo..prevHi)` into `next[lo..nextHi)`. Elements `same` calls equal are kept
- * (and diffed); between two kept runs, removals and insertions are paired by position first (so an
- * element changed in place is diffed, not replaced), the rest removed or inserted. When the
- * alignment needs more than MAX_EDITS removals and insertions, the middle is compared by position.
+ * Visits the edits that turn `prev[lo..prevHi)` into `next[lo..nextHi)`. Elements `same` calls
+ * equal are kept (and diffed); between two kept runs, removals and insertions are paired by
+ * position first (so an element changed in place is diffed, not replaced), the rest removed or
+ * inserted. Equal lengths that differ only at isolated positions, alignments needing more edits
+ * than MAX_EDITS (or, for equal lengths, than positions that differ), and searches that exhaust
+ * their budget are compared by position.
  */
-export function alignMiddle(
+export function walkEdits(
   prev: readonly unknown[],
   next: readonly unknown[],
   lo: number,
   prevHi: number,
   nextHi: number,
   same: (a: unknown, b: unknown) => boolean,
-): Edit[] {
+  visit: EditVisitor,
+  exhausted: () => boolean = () => false,
+): void {
   const n = prevHi - lo;
   const m = nextHi - lo;
-  const path = n > 0 && m > 0 ? myers(prev, next, lo, n, m, same) : undefined;
-  // No alignment (nothing in common, or too costly): by position, as a plain index diff does.
-  const steps: Step[] = path ?? positional(n, m);
-  const edits: Edit[] = [];
+  // Equal lengths: count the positions that differ. Only isolated ones (changes in place) are
+  // compared by position at once; a run of them may be a move, which a search can beat, but only
+  // with fewer edits than positions that differ.
+  let maxEdits = MAX_EDITS;
+  if (n === m) {
+    const { changed, longestRun } = positionalChanges(prev, next, lo, n, same);
+    maxEdits = longestRun <= 1 ? 0 : Math.min(MAX_EDITS, changed - 1);
+  }
+  const path = n > 0 && m > 0 && maxEdits > 0 ? myers(prev, next, lo, n, m, same, exhausted, maxEdits) : undefined;
+  if (path === undefined) {
+    // By position, as a plain index diff does (no allocation per element: arrays can be long).
+    for (let k = 0; k < Math.min(n, m); k++) visit(KEEP, lo + k, lo + k);
+    for (let k = m; k < n; k++) visit(REMOVE, lo + k, -1);
+    for (let k = n; k < m; k++) visit(INSERT, -1, lo + k);
+    return;
+  }
   let removes: number[] = [];
   let inserts: number[] = [];
   const flush = (): void => {
     const paired = Math.min(removes.length, inserts.length);
-    for (let k = 0; k < paired; k++) edits.push({ op: 'keep', from: lo + removes[k]!, to: lo + inserts[k]! });
-    for (let k = paired; k < removes.length; k++) edits.push({ op: 'remove', from: lo + removes[k]! });
-    for (let k = paired; k < inserts.length; k++) edits.push({ op: 'insert', to: lo + inserts[k]! });
+    for (let k = 0; k < paired; k++) visit(KEEP, lo + removes[k]!, lo + inserts[k]!);
+    for (let k = paired; k < removes.length; k++) visit(REMOVE, lo + removes[k]!, -1);
+    for (let k = paired; k < inserts.length; k++) visit(INSERT, -1, lo + inserts[k]!);
     removes = [];
     inserts = [];
   };
-  for (const step of steps) {
+  for (const step of path) {
     if (step[0] === KEEP) {
       flush();
-      edits.push({ op: 'keep', from: lo + step[1], to: lo + step[2] });
+      visit(KEEP, lo + step[1], lo + step[2]);
     } else if (step[0] === REMOVE) removes.push(step[1]);
     else inserts.push(step[1]);
   }
   flush();
-  return edits;
 }
 
-const KEEP = 0;
-const REMOVE = 1;
-const INSERT = 2;
 type Step = [typeof KEEP, number, number] | [typeof REMOVE, number] | [typeof INSERT, number];
 
-/** Pairs by position, then removes or inserts the rest. */
-function positional(n: number, m: number): Step[] {
-  const steps: Step[] = [];
-  for (let k = 0; k < Math.min(n, m); k++) steps.push([KEEP, k, k]);
-  for (let k = m; k < n; k++) steps.push([REMOVE, k]);
-  for (let k = n; k < m; k++) steps.push([INSERT, k]);
-  return steps;
+/** How many positions of two equal-length middles differ, and the longest run of adjacent ones. */
+function positionalChanges(
+  prev: readonly unknown[],
+  next: readonly unknown[],
+  lo: number,
+  n: number,
+  same: (a: unknown, b: unknown) => boolean,
+): { changed: number; longestRun: number } {
+  let changed = 0;
+  let run = 0;
+  let longestRun = 0;
+  for (let k = 0; k < n; k++) {
+    if (same(prev[lo + k], next[lo + k])) run = 0;
+    else {
+      changed++;
+      longestRun = Math.max(longestRun, ++run);
+    }
+  }
+  return { changed, longestRun };
 }
 
 /**
@@ -80,8 +108,10 @@ function myers(
   n: number,
   m: number,
   same: (a: unknown, b: unknown) => boolean,
+  exhausted: () => boolean,
+  maxEdits: number,
 ): Step[] | undefined {
-  const max = Math.min(MAX_EDITS, n + m);
+  const max = Math.min(maxEdits, n + m);
   const offset = max + 1;
   const v = new Int32Array(2 * max + 3);
   const trace: Int32Array[] = [];
@@ -97,6 +127,7 @@ function myers(
         y++;
       }
       v[offset + k] = x;
+      if (exhausted()) return undefined;
       if (x >= n && y >= m) {
         found = d;
         break;
@@ -163,7 +194,8 @@ export function sameIdentity(a: unknown, b: unknown): boolean {
  * alignment: kept pairs are diffed anyway, so it never decides what is stored. The walk follows
  * `a`, a finite captured tree, so a cycle in `b` cannot make it loop.
  */
-export function deepEqual(a: unknown, b: unknown): boolean {
+export function deepEqual(a: unknown, b: unknown, budget?: { left: number }): boolean {
+  if (budget !== undefined && --budget.left < 0) return false;
   if (typeof a !== 'object' || a === null) return Object.is(a, b);
   if (typeof b !== 'object' || b === null) return false;
   const proto = Object.getPrototypeOf(b);
@@ -171,7 +203,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     if (proto !== Array.prototype || (b as unknown[]).length !== a.length) return false;
     for (let i = 0; i < a.length; i++) {
       const item = (b as unknown[])[i];
-      if (!deepEqual(a[i], item === undefined ? null : item)) return false;
+      if (!deepEqual(a[i], item === undefined ? null : item, budget)) return false;
     }
     return true;
   }
@@ -185,7 +217,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     const item = y[key];
     if (item === undefined) continue;
     count++;
-    if (!Object.prototype.hasOwnProperty.call(x, key) || !deepEqual(x[key], item)) return false;
+    if (!Object.prototype.hasOwnProperty.call(x, key) || !deepEqual(x[key], item, budget)) return false;
   }
   return count === Object.keys(x).length;
 }

@@ -16,7 +16,7 @@ import {
   type TypedArray,
 } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
-import { alignMiddle, deepEqual, sameIdentity } from './arrays.js';
+import { KEEP, REMOVE, deepEqual, sameIdentity, walkEdits, type EditVisitor } from './arrays.js';
 import { Walk, appended, checkPrimitive, kindOfTree } from './walk.js';
 
 /** Captures by diffing the caller's state against a private frozen copy of the last capture. */
@@ -186,50 +186,41 @@ function diffCopyObject(prev: Record<string, unknown>, next: Record<string, unkn
 
 function diffCopyArray(prev: readonly unknown[], next: unknown[], walk: Walk): unknown {
   const item = (i: number): unknown => (next[i] === undefined ? null : next[i]);
-  // The common prefix and suffix: elements unchanged in place (a trial diff that emits nothing).
+  // The common prefix and suffix: elements equal to the captured ones, found read-only (a diff of
+  // each would cost a walk per array level on the changed path, and nested arrays multiply it).
   const common = Math.min(prev.length, next.length);
   let lo = 0;
-  while (lo < common && unchanged(prev[lo], item(lo), lo, walk)) lo++;
+  while (lo < common && deepEqual(prev[lo], item(lo))) lo++;
   let suffix = 0;
-  while (
-    suffix < common - lo &&
-    unchanged(prev[prev.length - 1 - suffix], item(next.length - 1 - suffix), next.length - 1 - suffix, walk)
-  )
-    suffix++;
+  while (suffix < common - lo && deepEqual(prev[prev.length - 1 - suffix], item(next.length - 1 - suffix))) suffix++;
   if (lo === prev.length && lo === next.length) return prev;
-  const same = (a: unknown, b: unknown): boolean => sameIdentity(a, b) || deepEqual(a, b === undefined ? null : b);
+  // Matching in the middle by value is bounded: past a budget of nodes compared, by position.
+  const budget = { left: COMPARE_BUDGET };
+  const same = (a: unknown, b: unknown): boolean =>
+    sameIdentity(a, b) || deepEqual(a, b === undefined ? null : b, budget);
   const out: unknown[] = prev.slice(0, lo);
   let cursor = lo;
-  for (const edit of alignMiddle(prev, next, lo, prev.length - suffix, next.length - suffix, same)) {
-    if (edit.op === 'remove') {
+  const visit: EditVisitor = (op, from, to) => {
+    if (op === REMOVE) {
       walk.emit(OP_REMOVE, cursor);
-      continue;
+      return;
     }
     walk.keys.push(cursor);
-    if (edit.op === 'keep') {
-      out.push(diffCopy(prev[edit.from], item(edit.to), walk));
+    if (op === KEEP) {
+      out.push(diffCopy(prev[from], item(to), walk));
       walk.keys.pop();
     } else {
-      const copy = cloneInto(item(edit.to), walk);
+      const copy = cloneInto(item(to), walk);
       walk.keys.pop();
       walk.emit(OP_ADD, cursor, copy);
       out.push(copy);
     }
     cursor++;
-  }
+  };
+  walkEdits(prev, next, lo, prev.length - suffix, next.length - suffix, same, visit, () => budget.left <= 0);
   for (let k = prev.length - suffix; k < prev.length; k++) out.push(prev[k]);
   return Object.freeze(out);
 }
 
-/** Whether `next` equals `prev` at index `at`: a diff that emitted nothing (a diff that did is undone). */
-function unchanged(prev: unknown, next: unknown, at: number, walk: Walk): boolean {
-  const ops = walk.ops.length;
-  const estimate = walk.estimate;
-  walk.keys.push(at);
-  const after = diffCopy(prev, next, walk);
-  walk.keys.pop();
-  if (Object.is(after, prev)) return true;
-  walk.ops.length = ops;
-  walk.estimate = estimate;
-  return false;
-}
+/** Nodes that matching by value may compare in one array's middle before it gives up and compares by position. */
+const COMPARE_BUDGET = 200_000;

@@ -9,7 +9,7 @@ import { OP_ADD, OP_APPEND, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
 import { Kind, classify, copyTypedArray, invalidState, pathJoin, sameBytes, type TypedArray } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
-import { alignMiddle, sameIdentity } from './arrays.js';
+import { KEEP, REMOVE, sameIdentity, walkEdits, type EditVisitor } from './arrays.js';
 import { Walk, appended, checkPrimitive, kindOfTree } from './walk.js';
 
 type Leaf = Date | TypedArray;
@@ -253,22 +253,23 @@ export class ImmutableCapturer extends Capturer {
     for (let i = 0; i < lo; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
     const same = (a: unknown, b: unknown): boolean => Object.is(a, b) || sameIdentity(a, b);
     let cursor = lo;
-    for (const edit of alignMiddle(prev, next, lo, prev.length - suffix, next.length - suffix, same)) {
-      if (edit.op === 'remove') {
+    const visit: EditVisitor = (op, from, to) => {
+      if (op === REMOVE) {
         walk.emit(OP_REMOVE, cursor);
-        continue;
+        return;
       }
       walk.keys.push(cursor);
-      if (edit.op === 'keep') {
-        this.#diffImmutable(prev[edit.from], next[edit.to], walk, id, leafCopies);
+      if (op === KEEP) {
+        this.#diffImmutable(prev[from], next[to], walk, id, leafCopies);
         walk.keys.pop();
       } else {
-        this.#adopt(next[edit.to], walk, id, leafCopies);
+        this.#adopt(next[to], walk, id, leafCopies);
         walk.keys.pop();
-        walk.emit(OP_ADD, cursor, next[edit.to]);
+        walk.emit(OP_ADD, cursor, next[to]);
       }
       cursor++;
-    }
+    };
+    walkEdits(prev, next, lo, prev.length - suffix, next.length - suffix, same, visit);
     for (let i = next.length - suffix; i < next.length; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
   }
 

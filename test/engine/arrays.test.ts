@@ -169,3 +169,33 @@ describe('arrays: a sliding context window', () => {
     });
   }
 });
+
+describe('arrays: cost stays linear in depth', () => {
+  for (const updates of ['copy', 'immutable'] as const) {
+    it(`reads a changed leaf under 20 nested arrays a bounded number of times (${updates})`, async () => {
+      // Each read of the leaf's getter is one visit; comparing each array level several times
+      // over, recursively, would read it 3^20 times.
+      let reads = 0;
+      const leaf = (value: number): object => ({
+        get n(): number {
+          reads++;
+          return value;
+        },
+      });
+      const nest = (inner: unknown): unknown => {
+        let v = inner;
+        for (let i = 0; i < 20; i++) v = [v, 'x'];
+        return v;
+      };
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open({ store, stream: 'deep', updates });
+      await engine.checkpoint({ t: nest(leaf(0)) });
+      reads = 0;
+      const info = await engine.checkpoint({ t: nest(leaf(1)) });
+      expect(info.ops).toBe(1);
+      // A few reads per level (prefix, suffix, matching, then the diff one level down), not 3^20.
+      expect(reads).toBeLessThanOrEqual(5 * 20);
+      await engine.close();
+    });
+  }
+});
