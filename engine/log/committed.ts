@@ -17,6 +17,8 @@ export interface CommittedView {
   /** The last listed slot and its decoding frame, read to tell a fence from a checkpoint. */
   tailSlot: Slot | undefined;
   tailFrame: Frame | undefined;
+  /** Frames already being read, by seq (the hinted listing reads them all at once); readers use them. */
+  frames?: Map<number, Promise<Frame>>;
 }
 
 /**
@@ -30,15 +32,17 @@ export async function committedView(
   log: LogListing,
   limits: FrameLimits,
   signal?: AbortSignal,
+  frames?: Map<number, Promise<Frame>>,
 ): Promise<CommittedView> {
+  const read = (slot: Slot): Promise<Frame> =>
+    frames?.get(slot.seq) ?? readFrame(store, log.keys, slot.seq, tailKey(slot), limits, signal);
   const tailSlot = log.slots[log.slots.length - 1];
   if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
-  const tailFrame = await readFrame(store, log.keys, tailSlot.seq, tailKey(tailSlot), limits, signal);
+  const tailFrame = await read(tailSlot);
   let end = log.slots.length;
   let frame = tailFrame;
-  while (frame.kind === 'fence' && --end > 0) {
-    const slot = log.slots[end - 1]!;
-    frame = await readFrame(store, log.keys, slot.seq, tailKey(slot), limits, signal);
-  }
-  return { log, slots: log.slots.slice(0, frame.kind === 'fence' ? 0 : end), tailSlot, tailFrame };
+  while (frame.kind === 'fence' && --end > 0) frame = await read(log.slots[end - 1]!);
+  const view: CommittedView = { log, slots: log.slots.slice(0, frame.kind === 'fence' ? 0 : end), tailSlot, tailFrame };
+  if (frames !== undefined) view.frames = frames;
+  return view;
 }

@@ -7,10 +7,31 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
-import type { FrameLimits } from '../format/frame.js';
+import type { Frame, FrameLimits } from '../format/frame.js';
 import { committedView, type CommittedView } from './committed.js';
 import type { StreamKeys } from './keys.js';
-import { listLog } from './listing.js';
+import { listLog, tailKey, type Slot } from './listing.js';
+import { readFrame } from './read.js';
+
+/** Most slots read at once after a hinted listing (a fresh hint lists one chain: baseEvery slots, plus fences). */
+const PREFETCH = 64;
+
+/** Starts reading the frame of every slot; a failure surfaces only where that frame is used. */
+function prefetch(
+  store: Store,
+  keys: StreamKeys,
+  slots: Slot[],
+  limits: FrameLimits,
+  signal?: AbortSignal,
+): Map<number, Promise<Frame>> {
+  const frames = new Map<number, Promise<Frame>>();
+  for (const slot of slots) {
+    const frame = readFrame(store, keys, slot.seq, tailKey(slot), limits, signal);
+    frame.catch(() => undefined);
+    frames.set(slot.seq, frame);
+  }
+  return frames;
+}
 
 /** The newest base seq a hint names, or undefined when there is none. */
 export async function readHint(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<number | undefined> {
@@ -43,7 +64,9 @@ export async function newestView(
       );
     }
     if (log.slots[0]?.seq === hint) {
-      const view = await committedView(store, log, limits, signal);
+      // The chain of the newest checkpoint is at most these slots: read them all in one round.
+      const frames = log.slots.length <= PREFETCH ? prefetch(store, keys, log.slots, limits, signal) : undefined;
+      const view = await committedView(store, log, limits, signal, frames);
       if (view.slots.length > 0) return view;
     }
   }

@@ -79,6 +79,8 @@ export async function readChain<S>(
       );
     }
     if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
+    const read = view.frames?.get(s);
+    if (read !== undefined) return read;
     return readFrame(store, keys, s, tailKey(slot), limits, options.signal);
   };
   if (!bySeq.has(target)) {

@@ -87,3 +87,53 @@ describe('hint: open and restore list from the newest base, not the whole histor
     await expect(SnapshotEngine.open({ store, stream: 'h' })).rejects.toMatchObject({ code: 'CORRUPT' });
   });
 });
+
+/** Holds every get until the test releases the pending ones: a "round" is one release. */
+class RoundStore implements Store {
+  readonly #pending: (() => void)[] = [];
+  constructor(readonly inner: Store) {}
+  async get(key: string, o?: StoreOptions): Promise<Uint8Array | undefined> {
+    await new Promise<void>((r) => this.#pending.push(r));
+    return this.inner.get(key, o);
+  }
+  putIfAbsent(key: string, body: Uint8Array, o?: StoreOptions): Promise<boolean> {
+    return this.inner.putIfAbsent(key, body, o);
+  }
+  list(prefix: string, o?: ListOptions): Promise<string[]> {
+    return this.inner.list(prefix, o);
+  }
+  delete(key: string, o?: StoreOptions): Promise<void> {
+    return this.inner.delete(key, o);
+  }
+  /** Runs `call`, releasing the held gets whenever no new one has come for a few turns; returns its result and the rounds of gets it took. */
+  async rounds<T>(call: () => Promise<T>): Promise<{ result: T; rounds: number; gets: number }> {
+    let settled = false;
+    const promise = call().finally(() => (settled = true));
+    let rounds = 0;
+    let gets = 0;
+    for (let guard = 0; guard < 10_000 && !settled; guard++) {
+      let seen = -1;
+      while (seen !== this.#pending.length) {
+        seen = this.#pending.length;
+        for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      }
+      if (this.#pending.length > 0) {
+        rounds++;
+        gets += this.#pending.length;
+        for (const release of this.#pending.splice(0)) release();
+      }
+    }
+    return { result: await promise, rounds, gets };
+  }
+}
+
+describe('hint: the newest checkpoint in one round of reads', () => {
+  it('reads the newest chain at once, not its tail and then the rest', async () => {
+    const store = await longStream(45); // bases every 8: the hint names 41, the chain is 41..45
+    const held = new RoundStore(store);
+    const { result, rounds, gets } = await held.rounds(() => restore(held, 'h'));
+    expect(result.state).toEqual({ n: 45 });
+    expect(rounds).toBe(1);
+    expect(gets).toBe(5);
+  });
+});
