@@ -92,11 +92,7 @@ export class StreamKeys {
 
   /** Parses a hint key into its seq. */
   parseHint(key: string): number | undefined {
-    if (!key.startsWith(this.hints)) return undefined;
-    const name = key.slice(this.hints.length);
-    if (!/^[0-9a-f]{16}$/.test(name)) return undefined;
-    const seq = parseInt(name, 16);
-    return Number.isSafeInteger(seq) && seq >= 1 ? seq : undefined;
+    return seqUnder(this.hints, key);
   }
 
   /** Prefix of the stream's retention floors (see retention.ts). */
@@ -111,11 +107,7 @@ export class StreamKeys {
 
   /** Parses a floor key into its seq. */
   parseFloor(key: string): number | undefined {
-    if (!key.startsWith(this.floors)) return undefined;
-    const name = key.slice(this.floors.length);
-    if (!/^[0-9a-f]{16}$/.test(name)) return undefined;
-    const seq = parseInt(name, 16);
-    return Number.isSafeInteger(seq) && seq >= 1 ? seq : undefined;
+    return seqUnder(this.floors, key);
   }
 
   /** Parses a log key into its seq and, for a key that follows a fence, that fence's epoch. */
@@ -129,6 +121,15 @@ export class StreamKeys {
     if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(afterEpoch) || seq < 1) return undefined;
     return { seq, afterEpoch };
   }
+}
+
+/** The seq a key `<prefix><seq as 16 hex>` names, or undefined for any other key. */
+function seqUnder(prefix: string, key: string): number | undefined {
+  if (!key.startsWith(prefix)) return undefined;
+  const name = key.slice(prefix.length);
+  if (!/^[0-9a-f]{16}$/.test(name)) return undefined;
+  const seq = parseInt(name, 16);
+  return Number.isSafeInteger(seq) && seq >= 1 ? seq : undefined;
 }
 
 function describe(v: unknown): string {
