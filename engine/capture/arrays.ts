@@ -5,7 +5,9 @@
  * one operation per element touched instead of a replace of every element that shifted.
  */
 
+import { OP_ADD, OP_REMOVE } from '../format/ops.js';
 import { sameBytes, type TypedArray } from '../value.js';
+import type { Walk } from './walk.js';
 
 /** What an edit does to the element at the cursor: diff a kept pair, remove, or insert. */
 export const KEEP = 0;
@@ -72,6 +74,50 @@ export function walkEdits(
     else inserts.push(step[1]);
   }
   flush();
+}
+
+/** How one capture mode diffs a kept pair and takes in an inserted element (see emitEdits). */
+export interface ElementDiff {
+  /** Diffs prev[from] against next[to] at the walk's current path (emitting ops there). */
+  keep(from: number, to: number): void;
+  /** Validates and takes next[to] at the walk's current path; returns the value the add op carries. */
+  insert(to: number): unknown;
+}
+
+/**
+ * Walks the edits of an array's middle (walkEdits) and emits them as ops at a running index, the
+ * element's position once every earlier edit is applied: remove there, add there, or diff the kept
+ * pair there. Both capture modes use it; they differ only in `diff`.
+ */
+export function emitEdits(
+  walk: Walk,
+  prev: readonly unknown[],
+  next: readonly unknown[],
+  lo: number,
+  prevHi: number,
+  nextHi: number,
+  same: (a: unknown, b: unknown) => boolean,
+  diff: ElementDiff,
+  exhausted?: () => boolean,
+): void {
+  let cursor = lo;
+  const visit: EditVisitor = (op, from, to) => {
+    if (op === REMOVE) {
+      walk.emit(OP_REMOVE, cursor);
+      return;
+    }
+    walk.keys.push(cursor);
+    if (op === KEEP) {
+      diff.keep(from, to);
+      walk.keys.pop();
+    } else {
+      const value = diff.insert(to);
+      walk.keys.pop();
+      walk.emit(OP_ADD, cursor, value);
+    }
+    cursor++;
+  };
+  walkEdits(prev, next, lo, prevHi, nextHi, same, visit, exhausted);
 }
 
 type Step = [typeof KEEP, number, number] | [typeof REMOVE, number] | [typeof INSERT, number];

@@ -16,7 +16,7 @@ import {
   type TypedArray,
 } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
-import { KEEP, REMOVE, deepEqual, sameIdentity, walkEdits, type EditVisitor } from './arrays.js';
+import { deepEqual, emitEdits, sameIdentity, type ElementDiff } from './arrays.js';
 import { Walk, appended, checkPrimitive, kindOfTree } from './walk.js';
 
 /** Captures by diffing the caller's state against a private frozen copy of the last capture. */
@@ -199,25 +199,15 @@ function diffCopyArray(prev: readonly unknown[], next: unknown[], walk: Walk): u
   const same = (a: unknown, b: unknown): boolean =>
     sameIdentity(a, b) || deepEqual(a, b === undefined ? null : b, budget);
   const out: unknown[] = prev.slice(0, lo);
-  let cursor = lo;
-  const visit: EditVisitor = (op, from, to) => {
-    if (op === REMOVE) {
-      walk.emit(OP_REMOVE, cursor);
-      return;
-    }
-    walk.keys.push(cursor);
-    if (op === KEEP) {
-      out.push(diffCopy(prev[from], item(to), walk));
-      walk.keys.pop();
-    } else {
+  const diff: ElementDiff = {
+    keep: (from, to) => void out.push(diffCopy(prev[from], item(to), walk)),
+    insert: (to) => {
       const copy = cloneInto(item(to), walk);
-      walk.keys.pop();
-      walk.emit(OP_ADD, cursor, copy);
       out.push(copy);
-    }
-    cursor++;
+      return copy;
+    },
   };
-  walkEdits(prev, next, lo, prev.length - suffix, next.length - suffix, same, visit, () => budget.left <= 0);
+  emitEdits(walk, prev, next, lo, prev.length - suffix, next.length - suffix, same, diff, () => budget.left <= 0);
   for (let k = prev.length - suffix; k < prev.length; k++) out.push(prev[k]);
   return Object.freeze(out);
 }

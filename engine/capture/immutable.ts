@@ -9,7 +9,7 @@ import { OP_ADD, OP_APPEND, OP_REMOVE, OP_REPLACE } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
 import { Kind, classify, copyTypedArray, invalidState, pathJoin, sameBytes, type TypedArray } from '../value.js';
 import { Capturer, type UpdateMode } from './capturer.js';
-import { KEEP, REMOVE, sameIdentity, walkEdits, type EditVisitor } from './arrays.js';
+import { emitEdits, sameIdentity, type ElementDiff } from './arrays.js';
 import { Walk, appended, checkPrimitive, kindOfTree } from './walk.js';
 
 type Leaf = Date | TypedArray;
@@ -252,24 +252,14 @@ export class ImmutableCapturer extends Capturer {
     while (suffix < common - lo && Object.is(prev[prev.length - 1 - suffix], next[next.length - 1 - suffix])) suffix++;
     for (let i = 0; i < lo; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
     const same = (a: unknown, b: unknown): boolean => Object.is(a, b) || sameIdentity(a, b);
-    let cursor = lo;
-    const visit: EditVisitor = (op, from, to) => {
-      if (op === REMOVE) {
-        walk.emit(OP_REMOVE, cursor);
-        return;
-      }
-      walk.keys.push(cursor);
-      if (op === KEEP) {
-        this.#diffImmutable(prev[from], next[to], walk, id, leafCopies);
-        walk.keys.pop();
-      } else {
+    const diff: ElementDiff = {
+      keep: (from, to) => this.#diffImmutable(prev[from], next[to], walk, id, leafCopies),
+      insert: (to) => {
         this.#adopt(next[to], walk, id, leafCopies);
-        walk.keys.pop();
-        walk.emit(OP_ADD, cursor, next[to]);
-      }
-      cursor++;
+        return next[to];
+      },
     };
-    walkEdits(prev, next, lo, prev.length - suffix, next.length - suffix, same, visit);
+    emitEdits(walk, prev, next, lo, prev.length - suffix, next.length - suffix, same, diff);
     for (let i = next.length - suffix; i < next.length; i++) this.#leavesAt(next[i], i, walk, id, leafCopies);
   }
 
