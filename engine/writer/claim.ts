@@ -70,7 +70,9 @@ export async function claimStream(store: Store, keys: StreamKeys, limits: FrameL
     if (lostTo === 'won') {
       // Slots below a fence that was the tail may have been left unfilled by a claim that crashed.
       const settled =
-        tail?.kind === 'fence' && view.slots.length > 0 ? await fillBelow(store, keys, id, nextSeq, limits) : view;
+        tail?.kind === 'fence' && view.slots.length > 0
+          ? await fillBelow(store, keys, id, nextSeq, limits, view.log.from)
+          : view;
       return { epoch: id.epoch, writer, view: settled, nextKey: keys.afterFence(nextSeq, id.epoch) };
     }
     // Lost the next key to a commit: a writer is committing, perhaps as fast as it can. Jump ahead
@@ -83,7 +85,7 @@ export async function claimStream(store: Store, keys: StreamKeys, limits: FrameL
         return {
           epoch: id.epoch,
           writer,
-          view: await fillBelow(store, keys, id, target, limits),
+          view: await fillBelow(store, keys, id, target, limits, view.log.from),
           nextKey: keys.afterFence(target, id.epoch),
         };
       }
@@ -137,14 +139,17 @@ async function fillBelow(
   id: Identity,
   fenceSeq: number,
   limits: FrameLimits,
+  from?: number,
 ): Promise<CommittedView> {
-  const log = await listLog(store, keys);
+  // From the hinted base the claim listed from (a committed base, so the scan below ends there at
+  // the latest), else the whole log.
+  const log = await listLog(store, keys, undefined, from);
   const listed = new Map(log.slots.map((s) => [s.seq, s]));
   // Below the newest committed checkpoint every slot is committed (each commit and each filler
   // names its predecessor), so only the slots above it can need filling.
   let prev: Frame | undefined;
   let start = fenceSeq;
-  for (let s = fenceSeq - 1; s >= log.floor && prev === undefined; s--) {
+  for (let s = fenceSeq - 1; s >= Math.max(log.floor, from ?? 1) && prev === undefined; s--) {
     const slot = listed.get(s);
     if (slot !== undefined) {
       const frame = decodeFrame(
@@ -160,6 +165,8 @@ async function fillBelow(
     start = s;
   }
   if (start >= fenceSeq) return viewBelow(log, fenceSeq);
+  // The hinted base was gone (retention, or damage): look through the whole log.
+  if (prev === undefined && from !== undefined) return fillBelow(store, keys, id, fenceSeq, limits);
   if (prev === undefined) {
     throw new StatefoldError(
       'CORRUPT',
@@ -168,7 +175,7 @@ async function fillBelow(
     );
   }
   for (let s = start; s < fenceSeq; s++) prev = await settleSlot(store, keys, id, s, prev, limits);
-  return viewBelow(await listLog(store, keys), fenceSeq);
+  return viewBelow(await listLog(store, keys, undefined, from), fenceSeq);
 }
 
 /**

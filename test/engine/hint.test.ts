@@ -63,6 +63,19 @@ describe('hint: open and restore list from the newest base, not the whole histor
     expect((await restore(store, 'h')).state).toEqual({ n: 301 });
   });
 
+  it('opens after an engine that opened and never committed, still listing only from the hinted base', async () => {
+    const store = await longStream(300);
+    const idle = await SnapshotEngine.open({ store, stream: 'h' }); // leaves its fence as the tail
+    await idle.close();
+    const counter = new ListCounter(store);
+    const engine = await SnapshotEngine.open({ store: counter, stream: 'h' });
+    expect(engine.state).toEqual({ n: 300 });
+    expect(counter.listed).toBeLessThan(20);
+    await engine.checkpoint({ n: 301 });
+    await engine.close();
+    expect((await restore(store, 'h')).state).toEqual({ n: 301 });
+  });
+
   it('costs speed, never correctness, when the hint is stale, names a deleted base, or is garbage', async () => {
     const store = await longStream(40);
     // Stale: an older base's hint (the writer dropped it; put it back, and drop the newest).
