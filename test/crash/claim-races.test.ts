@@ -1,44 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  MemoryStore,
-  SnapshotEngine,
-  gc,
-  listCheckpoints,
-  restore,
-  type ListOptions,
-  type Store,
-  type StoreOptions,
-} from 'statefold';
+import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore, type Store } from 'statefold';
+import { HookStore } from '../support/hook-store.js';
 
 /**
  * Claims racing a busy writer, step by step: each scenario holds store calls at chosen points
  * (a review of the claim protocol found these interleavings; each once lost or bricked a stream).
  */
 
-type Op = 'get' | 'putIfAbsent' | 'list' | 'delete';
-class HookStore implements Store {
-  constructor(
-    readonly inner: Store,
-    readonly before: (op: Op, key: string) => Promise<void> | void,
-  ) {}
-  async get(key: string, o?: StoreOptions): Promise<Uint8Array | undefined> {
-    await this.before('get', key);
-    return this.inner.get(key, o);
-  }
-  async putIfAbsent(key: string, body: Uint8Array, o?: StoreOptions): Promise<boolean> {
-    await this.before('putIfAbsent', key);
-    return this.inner.putIfAbsent(key, body, o);
-  }
-  async list(prefix: string, o?: ListOptions): Promise<string[]> {
-    await this.before('list', prefix);
-    return this.inner.list(prefix, o);
-  }
-  async delete(key: string, o?: StoreOptions): Promise<void> {
-    await this.before('delete', key);
-    return this.inner.delete(key, o);
-  }
-}
 function latch(): { p: Promise<void>; open: () => void } {
   let open!: () => void;
   const p = new Promise<void>((r) => (open = r));

@@ -1,32 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import {
-  MemoryStore,
-  SnapshotEngine,
-  gc,
-  listCheckpoints,
-  restore,
-  type ListOptions,
-  type Store,
-  type StoreOptions,
-} from 'statefold';
+import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore, type Store } from 'statefold';
+import { HookStore, type StoreOp } from '../support/hook-store.js';
 
 /** Counts the keys every list call returned, so a test can tell how much history a call listed. */
-class ListCounter implements Store {
+class ListCounter extends HookStore {
   listed = 0;
-  constructor(readonly inner: Store) {}
-  get(key: string, o?: StoreOptions): Promise<Uint8Array | undefined> {
-    return this.inner.get(key, o);
-  }
-  putIfAbsent(key: string, body: Uint8Array, o?: StoreOptions): Promise<boolean> {
-    return this.inner.putIfAbsent(key, body, o);
-  }
-  async list(prefix: string, o?: ListOptions): Promise<string[]> {
-    const keys = await this.inner.list(prefix, o);
-    this.listed += keys.length;
-    return keys;
-  }
-  delete(key: string, o?: StoreOptions): Promise<void> {
-    return this.inner.delete(key, o);
+  protected override after(op: StoreOp, _key: string, result: unknown): void {
+    if (op === 'list') this.listed += (result as string[]).length;
   }
 }
 
@@ -102,22 +82,13 @@ describe('hint: open and restore list from the newest base, not the whole histor
 });
 
 /** Holds every get until the test releases the pending ones: a "round" is one release. */
-class RoundStore implements Store {
+class RoundStore extends HookStore {
   readonly #pending: (() => void)[] = [];
-  constructor(readonly inner: Store) {}
-  async get(key: string, o?: StoreOptions): Promise<Uint8Array | undefined> {
-    await new Promise<void>((r) => this.#pending.push(r));
-    return this.inner.get(key, o);
+
+  protected override async before(op: StoreOp): Promise<void> {
+    if (op === 'get') await new Promise<void>((r) => this.#pending.push(r));
   }
-  putIfAbsent(key: string, body: Uint8Array, o?: StoreOptions): Promise<boolean> {
-    return this.inner.putIfAbsent(key, body, o);
-  }
-  list(prefix: string, o?: ListOptions): Promise<string[]> {
-    return this.inner.list(prefix, o);
-  }
-  delete(key: string, o?: StoreOptions): Promise<void> {
-    return this.inner.delete(key, o);
-  }
+
   /** Runs `call`, releasing the held gets whenever no new one has come for a few turns; returns its result and the rounds of gets it took. */
   async rounds<T>(call: () => Promise<T>): Promise<{ result: T; rounds: number; gets: number }> {
     let settled = false;

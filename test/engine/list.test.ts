@@ -1,31 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import {
-  MemoryStore,
-  SnapshotEngine,
-  listCheckpoints,
-  restore,
-  type ListedCheckpoint,
-  type ListOptions,
-  type Store,
-  type StoreOptions,
-} from 'statefold';
+import { MemoryStore, SnapshotEngine, listCheckpoints, restore, type ListedCheckpoint } from 'statefold';
+import { HookStore, type StoreOp } from '../support/hook-store.js';
 
 /** Counts reads, so that a test can tell a page read only what it returned. */
-class CountingStore implements Store {
+class CountingStore extends HookStore {
   gets = 0;
-  constructor(readonly inner: Store) {}
-  get(key: string, o?: StoreOptions): Promise<Uint8Array | undefined> {
-    this.gets++;
-    return this.inner.get(key, o);
-  }
-  putIfAbsent(key: string, body: Uint8Array, o?: StoreOptions): Promise<boolean> {
-    return this.inner.putIfAbsent(key, body, o);
-  }
-  list(prefix: string, o?: ListOptions): Promise<string[]> {
-    return this.inner.list(prefix, o);
-  }
-  delete(key: string, o?: StoreOptions): Promise<void> {
-    return this.inner.delete(key, o);
+  protected override before(op: StoreOp): void {
+    if (op === 'get') this.gets++;
   }
 }
 

@@ -1,44 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  MemoryStore,
-  SnapshotEngine,
-  StatefoldError,
-  gc,
-  listCheckpoints,
-  restore,
-  type ListOptions,
-  type Store,
-  type StoreOptions,
-} from 'statefold';
-
-/** A store that hands each operation to `hook` first, so a test can act between two operations of another caller. */
-class HookStore implements Store {
-  constructor(
-    readonly inner: Store,
-    readonly hook: (op: 'get' | 'putIfAbsent' | 'list' | 'delete', key: string) => Promise<void> | void,
-    /** Answers to give instead of the inner store's (a misbehaving store). */
-    readonly answers: { get?: () => unknown; putIfAbsent?: () => unknown; list?: () => unknown } = {},
-  ) {}
-  async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
-    await this.hook('get', key);
-    if (this.answers.get) return this.answers.get() as Uint8Array;
-    return this.inner.get(key, options);
-  }
-  async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
-    await this.hook('putIfAbsent', key);
-    if (this.answers.putIfAbsent) return this.answers.putIfAbsent() as boolean;
-    return this.inner.putIfAbsent(key, body, options);
-  }
-  async list(prefix: string, options?: ListOptions): Promise<string[]> {
-    await this.hook('list', prefix);
-    if (this.answers.list) return this.answers.list() as string[];
-    return this.inner.list(prefix, options);
-  }
-  async delete(key: string, options?: StoreOptions): Promise<void> {
-    await this.hook('delete', key);
-    return this.inner.delete(key, options);
-  }
-}
+import { MemoryStore, SnapshotEngine, StatefoldError, gc, listCheckpoints, restore, type Store } from 'statefold';
+import { HookStore } from '../support/hook-store.js';
 
 describe('engine: close is a state', () => {
   it('rejects checkpoint and a second close with CLOSED while close is pending, and commits neither', async () => {

@@ -1,46 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import {
-  SnapshotEngine,
-  listCheckpoints,
-  restore,
-  type CheckpointInfo,
-  type ListOptions,
-  type Store,
-  type StoreOptions,
-} from 'statefold';
+import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo, type Store } from 'statefold';
+import { HookStore } from '../support/hook-store.js';
 import { mulberry32 } from '../support/prng.mjs';
 import { engineStores } from '../support/stores.js';
 
 /** Every operation waits a seeded random 0-`maxMs` ms first, as a remote store's round trips do. */
-class SlowStore implements Store {
+class SlowStore extends HookStore {
   readonly #random: () => number;
   ops = 0;
   constructor(
-    readonly inner: Store,
+    inner: Store,
     seed: number,
     readonly maxMs: number,
   ) {
+    super(inner);
     this.#random = mulberry32(seed);
   }
-  #wait(): Promise<void> {
+  protected override before(): Promise<void> {
     this.ops++;
     return new Promise((r) => setTimeout(r, Math.floor(this.#random() * (this.maxMs + 1))));
-  }
-  async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
-    await this.#wait();
-    return this.inner.get(key, options);
-  }
-  async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
-    await this.#wait();
-    return this.inner.putIfAbsent(key, body, options);
-  }
-  async list(prefix: string, options?: ListOptions): Promise<string[]> {
-    await this.#wait();
-    return this.inner.list(prefix, options);
-  }
-  async delete(key: string, options?: StoreOptions): Promise<void> {
-    await this.#wait();
-    return this.inner.delete(key, options);
   }
 }
 

@@ -1,0 +1,56 @@
+import type { ListOptions, Store, StoreOptions } from 'statefold';
+
+/** The four operations of a Store. */
+export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete';
+
+/**
+ * A store that runs a hook before each operation reaches the inner store (so a test can act
+ * between two operations of another caller, hold, delay, count or fail them), can answer in the
+ * inner store's place (a misbehaving store), and sees each result. Subclasses override `before`
+ * and `after`; plain uses pass a hook.
+ */
+export class HookStore implements Store {
+  constructor(
+    readonly inner: Store,
+    readonly hook?: (op: StoreOp, key: string) => Promise<void> | void,
+    /** Answers to give instead of the inner store's. */
+    readonly answers: { get?: () => unknown; putIfAbsent?: () => unknown; list?: () => unknown } = {},
+  ) {}
+
+  /** Runs before an operation reaches the inner store; a throw fails the operation. */
+  protected before(op: StoreOp, key: string): Promise<void> | void {
+    return this.hook?.(op, key);
+  }
+
+  /** Sees what an operation answered. */
+  protected after(_op: StoreOp, _key: string, _result: unknown): void {}
+
+  async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
+    await this.before('get', key);
+    const result = this.answers.get ? (this.answers.get() as Uint8Array) : await this.inner.get(key, options);
+    this.after('get', key, result);
+    return result;
+  }
+
+  async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
+    await this.before('putIfAbsent', key);
+    const result = this.answers.putIfAbsent
+      ? (this.answers.putIfAbsent() as boolean)
+      : await this.inner.putIfAbsent(key, body, options);
+    this.after('putIfAbsent', key, result);
+    return result;
+  }
+
+  async list(prefix: string, options?: ListOptions): Promise<string[]> {
+    await this.before('list', prefix);
+    const result = this.answers.list ? (this.answers.list() as string[]) : await this.inner.list(prefix, options);
+    this.after('list', prefix, result);
+    return result;
+  }
+
+  async delete(key: string, options?: StoreOptions): Promise<void> {
+    await this.before('delete', key);
+    await this.inner.delete(key, options);
+    this.after('delete', key, undefined);
+  }
+}
