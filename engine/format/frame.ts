@@ -18,17 +18,16 @@
  */
 import { crc32 } from 'node:zlib';
 import { StatefoldError } from '../errors.js';
-import { COMPRESSIONS, NONE, WRITE_COMPRESSION, asBuffer } from './compression.js';
+import { FIXED, MAGIC, TRAILER, assembleFrame } from './assemble.js';
+import { COMPRESSIONS, asBuffer } from './compression.js';
 import { fromStoredHeader, toStoredHeader, type FrameHeader } from './header.js';
 import { decodeValue, encodeValue } from './values.js';
 
 export type { FrameHeader } from './header.js';
 
-export const MAGIC = 0x444c4653; // "SFLD" read as u32 LE
+export { MAGIC } from './assemble.js';
 /** The newest format version this statefold writes and reads; it reads every version from 1. */
 export const FORMAT_VERSION = 2;
-const FIXED = 20;
-const TRAILER = 4;
 
 /** What a frame holds: a full state, the operations since the previous seq, or a writer's claim. */
 export type FrameKind = 'base' | 'delta' | 'fence';
@@ -64,31 +63,29 @@ export const DEFAULT_LIMITS: FrameLimits = { maxPayloadBytes: 1 << 30 };
 
 /** Builds a frame: header, payload compressed (WRITE_COMPRESSION) when that makes it smaller, checksum. */
 export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array, version: 1 | 2 = 1): Uint8Array {
-  const head = encodeValue(toStoredHeader(header));
-  const compressed = WRITE_COMPRESSION.compress(raw);
-  const compression = compressed === undefined ? NONE : WRITE_COMPRESSION;
-  const payload = compressed ?? raw;
-  if (raw.byteLength > 0xffffffff || payload.byteLength > 0xffffffff) {
+  checkFrameSize(header, raw);
+  return assembleFrame(KIND_CODE[kind], version, encodeHeader(header), raw);
+}
+
+/** The stored form of a frame header. */
+export function encodeHeader(header: FrameHeader): Uint8Array {
+  return encodeValue(toStoredHeader(header));
+}
+
+/** The numeric code stored for a frame kind. */
+export function kindCode(kind: FrameKind): number {
+  return KIND_CODE[kind];
+}
+
+/** Rejects a payload too large for a frame (compression only ever shrinks a stored payload). */
+export function checkFrameSize(header: FrameHeader, raw: Uint8Array): void {
+  if (raw.byteLength > 0xffffffff) {
     throw new StatefoldError(
       'INVALID_STATE',
       `seq ${header.seq}: payload of ${raw.byteLength} bytes exceeds the 4 GiB frame limit`,
       { stream: header.stream, seq: header.seq },
     );
   }
-  const total = FIXED + head.byteLength + payload.byteLength + TRAILER;
-  const frame = Buffer.allocUnsafe(total);
-  frame.writeUInt32LE(MAGIC, 0);
-  frame[4] = version;
-  frame[5] = KIND_CODE[kind];
-  frame[6] = compression.id;
-  frame[7] = 0;
-  frame.writeUInt32LE(head.byteLength, 8);
-  frame.writeUInt32LE(payload.byteLength, 12);
-  frame.writeUInt32LE(raw.byteLength, 16);
-  frame.set(head, FIXED);
-  frame.set(payload, FIXED + head.byteLength);
-  frame.writeUInt32LE(crc32(frame.subarray(0, total - TRAILER)), total - TRAILER);
-  return frame;
 }
 
 /** Where a frame was read from, to verify its identity and to name it in errors. */
