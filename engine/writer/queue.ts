@@ -8,9 +8,9 @@ import type { Capture, Capturer } from '../capture/index.js';
 import { thaw } from '../capture/index.js';
 import { ledgerEntries, type Ledger, type LedgerEntry } from '../effects/ledger.js';
 import { isStatefoldError, type StatefoldError } from '../errors.js';
-import { decodePayload, encodeFrame, type FrameHeader, type FrameKind } from '../format/frame.js';
+import { decodePayload, type FrameHeader, type FrameKind } from '../format/frame.js';
+import { encodeFrameOffThread } from '../format/offload.js';
 import { opsVersion, type Op } from '../format/ops.js';
-import { encodeValue } from '../format/values.js';
 import type { StreamKeys } from '../log/keys.js';
 import type { ResolvedPolicy } from '../policy.js';
 import { applyOps } from '../restore/fold.js';
@@ -180,16 +180,18 @@ export class CommitQueue {
       let frame: Uint8Array | undefined;
       if (kind === 'delta') {
         // Version 1 unless the delta appends: streams that never append stay readable by older statefold.
-        frame = encodeFrame(
+        frame = await encodeFrameOffThread(
           'delta',
           header('delta'),
-          encodeValue(task.capture.ops, resolver),
+          task.capture.ops,
+          resolver,
           opsVersion(task.capture.ops),
         );
         // Redis-style size trigger: once the deltas outgrow the base, a new base is cheaper to restore.
         if (c.deltaBytes + frame.byteLength > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
       }
-      if (kind === 'base') frame = encodeFrame('base', header('base'), encodeValue(task.capture.state, resolver));
+      // A large base is encoded in slices and compressed on the frame worker: the caller's loop stays free.
+      if (kind === 'base') frame = await encodeFrameOffThread('base', header('base'), task.capture.state, resolver);
       frame = frame!;
       const key = this.#nextKey;
       const outcome = await this.writer.write(key, seq, frame);
