@@ -2,10 +2,11 @@
  * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS]`
  *
  * Runs every scenario, then writes DIR/BENCHMARKS.md, DIR/bench/charts/*.svg and
- * DIR/bench/results.json (DIR defaults to the repository root). Progress goes to stderr.
+ * DIR/bench/results.json. DIR defaults to the repository root for a full run, and to a new temp
+ * folder for --quick and --smoke (so trying the bench leaves the checkout clean). Progress goes to stderr.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,12 +24,16 @@ import {
 } from './scenarios.js';
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
+import { memoryScenario } from './memory.js';
 import { SHORT, type StrategyId } from './strategies.js';
+import type { WorkloadName } from './workload.js';
+import { WORKLOADS } from './workloads.js';
 
 type Mode = 'full' | 'quick' | 'smoke';
 
 interface Plan {
-  sizes: number[];
+  /** State sizes per workload for the stall, bytes and restore runs (the headline workload first). */
+  sizes: Record<WorkloadName, number[]>;
   stallSteps: (size: number, strategy: StrategyId) => number;
   strategies: StrategyId[];
   throughput: {
@@ -47,12 +52,14 @@ interface Plan {
   restore: { chains: (size: number) => number[]; time: number; iterations: number };
   micro: { time: number; iterations: number };
   s3: { size: number; steps: number; strategies: StrategyId[]; chains: number[] };
+  /** Checkpoints taken before measuring what an engine keeps in memory. */
+  memorySteps: number;
 }
 
 const K = 1000;
 const PLANS: Record<Mode, Plan> = {
   full: {
-    sizes: [50 * K, 500 * K, 5000 * K],
+    sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
     stallSteps: (size, s) => (s === 'json-gzip' ? (size >= 5000 * K ? 30 : 250) : size >= 5000 * K ? 150 : 1000),
     strategies: ['sf-immutable', 'sf-copy', 'sf-full', 'json-gzip', 'fjp-mirror'],
     throughput: {
@@ -67,10 +74,11 @@ const PLANS: Record<Mode, Plan> = {
     restore: { chains: () => [1, 10, 100, 1000], time: 1000, iterations: 10 },
     micro: { time: 500, iterations: 10 },
     s3: { size: 500 * K, steps: 200, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10, 100] },
+    memorySteps: 40,
   },
   quick: {
-    sizes: [50 * K, 500 * K, 5000 * K],
-    stallSteps: (size, s) => (s === 'json-gzip' ? (size >= 5000 * K ? 5 : 40) : size >= 5000 * K ? 12 : 120),
+    sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
+    stallSteps: (size, s) => (s === 'json-gzip' ? (size >= 5000 * K ? 5 : 30) : size >= 5000 * K ? 12 : 100),
     strategies: ['sf-immutable', 'sf-copy', 'sf-full', 'json-gzip', 'fjp-mirror'],
     throughput: {
       size: 500 * K,
@@ -85,9 +93,10 @@ const PLANS: Record<Mode, Plan> = {
     restore: { chains: (size) => (size >= 5000 * K ? [1, 10, 100] : [1, 10, 100, 1000]), time: 100, iterations: 5 },
     micro: { time: 50, iterations: 5 },
     s3: { size: 500 * K, steps: 30, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10] },
+    memorySteps: 10,
   },
   smoke: {
-    sizes: [5 * K, 20 * K],
+    sizes: { coding: [5 * K, 20 * K], embeddings: [20 * K] },
     stallSteps: () => 8,
     strategies: ['sf-immutable', 'sf-copy', 'sf-full', 'json-gzip', 'fjp-mirror'],
     throughput: {
@@ -102,6 +111,7 @@ const PLANS: Record<Mode, Plan> = {
     restore: { chains: () => [1, 10], time: 10, iterations: 3 },
     micro: { time: 5, iterations: 3 },
     s3: { size: 5 * K, steps: 5, strategies: ['sf-immutable', 'json-gzip'], chains: [1] },
+    memorySteps: 3,
   },
 };
 
@@ -161,7 +171,10 @@ async function main(): Promise<void> {
     values.smoke || process.env.STATEFOLD_BENCH_SMOKE === '1' ? 'smoke' : values.quick ? 'quick' : 'full';
   const plan = PLANS[mode];
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-  const outDir = path.resolve(values.out ?? root);
+  // Only a full run writes into the repository by default; quick and smoke runs go to a temp folder unless --out says otherwise.
+  const outDir = path.resolve(
+    values.out ?? (mode === 'full' ? root : mkdtempSync(path.join(os.tmpdir(), `statefold-bench-${mode}-`))),
+  );
   const change = Number(values.change);
   const seed = Number(values.seed);
   const stepWorkMs = Number(values['step-work-ms']);
@@ -198,14 +211,16 @@ async function main(): Promise<void> {
   while (throughputRuns.filter((r) => r.strategy === 'none').length < tp.references)
     throughputRuns.push({ strategy: 'none', interval: null });
 
+  const headline: WorkloadName = WORKLOADS[0]!;
+  const stallSets = WORKLOADS.flatMap((w) => plan.sizes[w].map((size) => ({ workload: w, size })));
   const stallRuns =
-    plan.sizes.length * kinds.length * plan.strategies.length +
-    (typeof s3 === 'string' ? 0 : plan.s3.strategies.length);
+    stallSets.length * kinds.length * plan.strategies.length + (typeof s3 === 'string' ? 0 : plan.s3.strategies.length);
   const total =
-    plan.sizes.length /* micro */ +
+    stallSets.length /* micro */ +
     stallRuns +
     throughputRuns.length +
-    plan.sizes.length +
+    plan.sizes[headline].length /* restore */ +
+    WORKLOADS.length /* memory */ +
     (typeof s3 === 'string' ? 0 : 1);
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
@@ -222,6 +237,7 @@ async function main(): Promise<void> {
       stepWorkMs,
       workPerMs: 0,
       headlineSize: 500 * K,
+      headlineWorkload: headline,
       throughputStore: 'file',
       load: { start: os.loadavg()[0]!, end: NaN },
       durations: {},
@@ -237,54 +253,64 @@ async function main(): Promise<void> {
     throughput: [],
     restore: [],
     micro: [],
+    memory: [],
   };
   if (mode === 'smoke') results.run.headlineSize = 20 * K;
+  const fileKind = kinds.find((k) => k.name === 'file')!;
 
   try {
-    for (const size of plan.sizes) {
-      progress.begin(`micro-benchmarks (tinybench), ${size / K} KB`);
-      results.micro.push(...(await microScenario(size, change, seed, plan.micro)));
+    for (const { workload, size } of stallSets) {
+      progress.begin(`micro-benchmarks (tinybench), ${workload} ${size / K} KB`);
+      results.micro.push(...(await microScenario(workload, size, change, seed, plan.micro)));
     }
-    for (const size of plan.sizes) {
+    for (const { workload, size } of stallSets) {
       for (const kind of kinds) {
         for (const strategy of plan.strategies) {
           const steps = plan.stallSteps(size, strategy);
           progress.begin(
-            `stall + commit + bytes: ${size / K} KB, ${kind.name} store, ${SHORT[strategy]}, ${steps} steps`,
+            `stall + commit + bytes: ${workload} ${size / K} KB, ${kind.name} store, ${SHORT[strategy]}, ${steps} steps`,
           );
-          results.stall.push(await stallScenario(kind, strategy, size, change, seed, steps, progress));
+          results.stall.push(await stallScenario(kind, strategy, workload, size, change, seed, steps, progress));
         }
       }
     }
     if (typeof s3 !== 'string') {
       for (const strategy of plan.s3.strategies) {
         progress.begin(
-          `stall + commit + bytes: ${plan.s3.size / K} KB, s3 store, ${SHORT[strategy]}, ${plan.s3.steps} steps`,
+          `stall + commit + bytes: ${headline} ${plan.s3.size / K} KB, s3 store, ${SHORT[strategy]}, ${plan.s3.steps} steps`,
         );
-        results.stall.push(await stallScenario(s3, strategy, plan.s3.size, change, seed, plan.s3.steps, progress));
+        results.stall.push(
+          await stallScenario(s3, strategy, headline, plan.s3.size, change, seed, plan.s3.steps, progress),
+        );
       }
     }
+    for (const workload of WORKLOADS) {
+      progress.begin(`memory kept by an engine: ${workload} ${results.run.headlineSize / K} KB`);
+      results.memory.push(
+        ...(await memoryScenario(fileKind, workload, results.run.headlineSize, change, seed, plan.memorySteps)),
+      );
+    }
 
-    const fileKind = kinds.find((k) => k.name === 'file')!;
     const workPerMs = calibrateWork();
     results.run.workPerMs = workPerMs;
     const stepWork = Math.round(workPerMs * stepWorkMs);
     if (mode !== 'smoke') {
       // Unrecorded warm-up, so the first recorded run does not pay for JIT compilation.
       progress.note('throughput warm-up (not recorded)');
-      await throughputRun(fileKind, 'none', null, tp.size, change, seed, 1500, stepWork, progress);
-      await throughputRun(fileKind, 'sf-immutable', 'step', tp.size, change, seed, 1500, stepWork, progress);
+      await throughputRun(fileKind, 'none', null, headline, tp.size, change, seed, 1500, stepWork, progress);
+      await throughputRun(fileKind, 'sf-immutable', 'step', headline, tp.size, change, seed, 1500, stepWork, progress);
     }
     for (const r of throughputRuns) {
       const d = tp.duration(r.interval);
       results.run.durations[r.interval === null ? 'reference' : intervalLabel(r.interval)] = d;
       progress.begin(
-        `throughput: ${tp.size / K} KB, file store, ${r.strategy === 'none' ? 'no checkpoints' : SHORT[r.strategy]}, interval ${intervalLabel(r.interval)}, ${d / 1000} s`,
+        `throughput: ${headline} ${tp.size / K} KB, file store, ${r.strategy === 'none' ? 'no checkpoints' : SHORT[r.strategy]}, interval ${intervalLabel(r.interval)}, ${d / 1000} s`,
       );
       const res: ThroughputResult = await throughputRun(
         fileKind,
         r.strategy,
         r.interval,
+        headline,
         tp.size,
         change,
         seed,
@@ -296,15 +322,18 @@ async function main(): Promise<void> {
       results.throughput.push(res);
     }
 
-    for (const size of plan.sizes) {
+    for (const size of plan.sizes[headline]) {
       const chains = plan.restore.chains(size);
-      progress.begin(`restore: ${size / K} KB, chains ${chains.join(', ')}, memory + file stores`);
-      results.restore.push(...(await restoreScenario(kinds, size, change, seed, chains, plan.restore, progress)));
+      progress.begin(`restore: ${headline} ${size / K} KB, chains ${chains.join(', ')}, memory + file stores`);
+      results.restore.push(
+        ...(await restoreScenario(kinds, headline, size, change, seed, chains, plan.restore, progress)),
+      );
     }
     if (typeof s3 !== 'string') {
-      progress.begin(`restore: ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store`);
+      progress.begin(`restore: ${headline} ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store`);
       const r = await restoreScenario(
         [memoryStores(), s3],
+        headline,
         plan.s3.size,
         change,
         seed,
@@ -333,6 +362,7 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
   const chartsDir = path.join(outDir, 'bench', 'charts');
   mkdirSync(chartsDir, { recursive: true });
   const H = results.run.headlineSize;
+  const W = results.run.headlineWorkload;
   const tp = PLANS[results.run.mode].throughput;
   const refs = results.throughput.filter((r) => r.strategy === 'none');
   const refRate = median(refs.map((r) => r.stepsPerSec));
@@ -351,7 +381,9 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
   }
   // Full-snapshot baselines write the same bytes per checkpoint at any interval: measured per checkpoint, times checkpoints per hour.
   for (const id of ['sf-full', 'json-gzip'] as StrategyId[]) {
-    const s = results.stall.find((x) => x.size === tp.size && x.store === 'file' && x.strategy === id);
+    const s = results.stall.find(
+      (x) => x.workload === W && x.size === tp.size && x.store === 'file' && x.strategy === id,
+    );
     if (!s) continue;
     const perCheckpoint = Object.values(s.counts.bytes).reduce((a, b) => a + b, 0) / s.steps;
     for (const i of tp.intervals) {
@@ -366,26 +398,34 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
     }
   }
   const stallRows = results.stall
-    .filter((r) => r.store === 'file')
+    .filter((r) => r.store === 'file' && r.workload === W)
     .flatMap((r) => [
       { size: r.stateBytes, strategy: SHORT[r.strategy], stat: 'p50', ms: Math.max(r.stall.p50, 1e-3) },
       { size: r.stateBytes, strategy: SHORT[r.strategy], stat: 'p99', ms: Math.max(r.stall.p99, 1e-3) },
     ]);
   const restoreRows = results.restore.map((r) => ({
     chain: r.chain,
-    series: `${r.size / K} KB, ${r.store}`,
+    series: `${r.workload} ${r.size / K} KB, ${r.store}`,
     ms: Math.max(r.latency.p50, 1e-3),
   }));
   const charts: [string, Promise<string>][] = [
     [
       results.run.charts.bytesPerHour,
       renderSvg(
-        bytesPerHourChart(hourRows, `Bytes written per agent-hour, ${H / K} KB state, ~${refRate.toFixed(0)} steps/s`),
+        bytesPerHourChart(
+          hourRows,
+          `Bytes written per agent-hour, ${H / K} KB ${W} state, ~${refRate.toFixed(0)} steps/s`,
+        ),
       ),
     ],
     [
       results.run.charts.stall,
-      renderSvg(stallChart(stallRows, 'checkpoint() stall against state size (file store, one checkpoint per step)')),
+      renderSvg(
+        stallChart(
+          stallRows,
+          `checkpoint() stall against state size (${W} workload, file store, one checkpoint per step)`,
+        ),
+      ),
     ],
     [results.run.charts.restore, renderSvg(restoreChart(restoreRows, 'Restore time against delta-chain length'))],
   ];

@@ -4,6 +4,7 @@
  * against chain length (tinybench), and codec/diff micro-benchmarks (tinybench).
  */
 import { loadavg } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import jsonpatch from 'fast-json-patch';
 
@@ -15,7 +16,8 @@ import { SnapshotEngine, restore, type Store } from 'statefold';
 import { CountingStore, type StoreKind, type WriteCounts } from './stores.js';
 import { STRATEGIES, type CheckpointResult, type Checkpointer, type StrategyId } from './strategies.js';
 import { summarize, type Progress, type Summary } from './stats.js';
-import { Agent, applyImmutable, applyInPlace, packedSize, Workload } from './workload.js';
+import { Agent, packedSize, type WorkloadName } from './workload.js';
+import { makeWorkload } from './workloads.js';
 
 const now = (): number => performance.now();
 
@@ -23,6 +25,7 @@ const now = (): number => performance.now();
 // 1, 2, 4: stall, commit latency, bytes and requests per checkpoint
 
 export interface StallResult {
+  workload: WorkloadName;
   size: number;
   /** msgpack size of the initial state. */
   stateBytes: number;
@@ -35,14 +38,23 @@ export interface StallResult {
   commit: Summary;
   /** Stall of the checkpoints stored as deltas and as bases (statefold) apart. */
   stallByKind: Partial<Record<CheckpointResult['kind'], Summary>>;
+  /** Loop blocked for the checkpoints stored as deltas and as bases (or full snapshots) apart. */
+  loopBlockByKind: Partial<Record<CheckpointResult['kind'], Summary>>;
   /** Writes after the initial checkpoint, over `steps` steps (one checkpoint per step). */
   counts: WriteCounts;
+  /** msgpack bytes the steps put into the state, all steps and the steps stored as deltas. */
+  added: { all: number; deltas: number };
+  /** Stored bytes of the steps stored as deltas (counts.bytes.delta, per checkpoint result). */
+  deltaBytes: number;
+  /** Checkpoints stored whole: statefold bases, or the baselines' full snapshots. */
+  bases: number;
 }
 
 /** One checkpoint per step, each awaited before the next step (so the queue is idle at every call). */
 export async function stallScenario(
   kind: StoreKind,
   strategy: StrategyId,
+  workload: WorkloadName,
   size: number,
   change: number,
   seed: number,
@@ -50,9 +62,9 @@ export async function stallScenario(
   progress: Progress,
 ): Promise<StallResult> {
   const s = STRATEGIES[strategy];
-  const agent = new Agent(s.style, size, change, seed);
+  const agent = new Agent(s.style, makeWorkload(workload, size, change, seed));
   const stateBytes = packedSize(agent.state);
-  const store = new CountingStore(await kind.create(`stall-${strategy}-${size}`));
+  const store = new CountingStore(await kind.create(`stall-${workload}-${strategy}-${size}`));
   const cp = await s.open(store, 'agent');
   await cp.checkpoint(agent.state);
   store.reset();
@@ -60,7 +72,12 @@ export async function stallScenario(
   const blocks: number[] = [];
   const commits: number[] = [];
   const byKind: Partial<Record<CheckpointResult['kind'], number[]>> = {};
+  const blockByKind: Partial<Record<CheckpointResult['kind'], number[]>> = {};
+  const added = { all: 0, deltas: 0 };
+  let deltaBytes = 0;
+  let bases = 0;
   for (let i = 1; i <= steps; i++) {
+    const before = agent.addedBytes;
     const state = agent.step();
     // An agent awaits its model or tools between checkpoints: start each from a fresh macrotask.
     await nextTurn();
@@ -75,12 +92,21 @@ export async function stallScenario(
     blocks.push(t2 - t0);
     commits.push(t3 - t0);
     (byKind[r.kind] ??= []).push(t1 - t0);
+    (blockByKind[r.kind] ??= []).push(t2 - t0);
+    added.all += agent.addedBytes - before;
+    if (r.kind === 'delta') {
+      added.deltas += agent.addedBytes - before;
+      deltaBytes += r.bytes;
+    } else bases++;
     progress.tick(i, steps);
   }
   await cp.close();
   const stallByKind: StallResult['stallByKind'] = {};
   for (const [k, v] of Object.entries(byKind)) stallByKind[k as CheckpointResult['kind']] = summarize(v);
+  const loopBlockByKind: StallResult['loopBlockByKind'] = {};
+  for (const [k, v] of Object.entries(blockByKind)) loopBlockByKind[k as CheckpointResult['kind']] = summarize(v);
   return {
+    workload,
     size,
     stateBytes,
     store: kind.name,
@@ -90,7 +116,11 @@ export async function stallScenario(
     loopBlock: summarize(blocks),
     commit: summarize(commits),
     stallByKind,
+    loopBlockByKind,
     counts: store.counts,
+    added,
+    deltaBytes,
+    bases,
   };
 }
 
@@ -120,6 +150,7 @@ export function calibrateWork(): number {
 export type Interval = 'step' | number;
 
 export interface ThroughputResult {
+  workload: WorkloadName;
   strategy: StrategyId | 'none';
   interval: Interval | null;
   store: string;
@@ -153,6 +184,7 @@ export async function throughputRun(
   kind: StoreKind,
   strategy: StrategyId | 'none',
   interval: Interval | null,
+  workload: WorkloadName,
   size: number,
   change: number,
   seed: number,
@@ -161,7 +193,7 @@ export async function throughputRun(
   progress: Progress,
 ): Promise<ThroughputResult> {
   const s = strategy === 'none' ? undefined : STRATEGIES[strategy];
-  const agent = new Agent(s?.style ?? 'immutable', size, change, seed);
+  const agent = new Agent(s?.style ?? 'immutable', makeWorkload(workload, size, change, seed));
   const store = new CountingStore(await kind.create(`tput-${strategy}-${String(interval)}`));
   let cp: Checkpointer | undefined;
   if (s) {
@@ -208,6 +240,7 @@ export async function throughputRun(
   const elapsed = end - start;
   const total = (c: Record<string, number>): number => Object.values(c).reduce((a, b) => a + b, 0);
   return {
+    workload,
     strategy,
     interval,
     store: kind.name,
@@ -230,6 +263,7 @@ export async function throughputRun(
 // 5: restore time against chain length
 
 export interface RestoreResult {
+  workload: WorkloadName;
   size: number;
   store: string;
   chain: number;
@@ -245,6 +279,7 @@ export interface RestoreResult {
  */
 export async function restoreScenario(
   kinds: StoreKind[],
+  workload: WorkloadName,
   size: number,
   change: number,
   seed: number,
@@ -254,7 +289,7 @@ export async function restoreScenario(
 ): Promise<RestoreResult[]> {
   const maxChain = Math.max(...chains);
   const built = new CountingStore(await kinds[0]!.create('restore-build'));
-  const agent = new Agent('immutable', size, change, seed);
+  const agent = new Agent('immutable', makeWorkload(workload, size, change, seed));
   const engine = await SnapshotEngine.open({
     store: built,
     stream: 'agent',
@@ -299,6 +334,7 @@ export async function restoreScenario(
       if (r.state !== 'completed')
         throw new Error(`restore bench ${kind.name} ${chain}: ${r.state}${'error' in r ? ` ${String(r.error)}` : ''}`);
       results.push({
+        workload,
         size,
         store: kind.name,
         chain,
@@ -331,28 +367,30 @@ function fromTinybench(l: {
 // Micro-benchmarks: what each piece of a checkpoint costs at each state size (tinybench)
 
 export interface MicroResult {
+  workload: WorkloadName;
   size: number;
   task: string;
   latency: Summary;
 }
 
 export async function microScenario(
+  workload: WorkloadName,
   size: number,
   change: number,
   seed: number,
   bench: { time: number; iterations: number },
 ): Promise<MicroResult[]> {
-  const w = new Workload(size, change, seed);
+  const w = makeWorkload(workload, size, change, seed);
   const mutable = w.initial();
   const mirror = structuredClone(mutable);
-  const w2 = new Workload(size, change, seed);
+  const w2 = makeWorkload(workload, size, change, seed);
   const base = w2.initial();
-  const c = w.next();
-  applyInPlace(mutable, c);
-  const next = applyImmutable(base, w2.next());
+  w.next().inPlace(mutable);
+  const next = w2.next().immutable(base);
   const packed = pack(mutable);
   const out = Buffer.allocUnsafe(lz4.encodeBound(packed.byteLength));
   const { gzipSync } = await import('node:zlib');
+  const worker = new Worker('require("node:worker_threads").parentPort.on("message", () => {})', { eval: true });
   const b = new Bench({ time: bench.time, iterations: bench.iterations, warmupIterations: 2, retainSamples: true });
   b.add('JSON.stringify', () => {
     JSON.stringify(mutable);
@@ -366,6 +404,17 @@ export async function microScenario(
   b.add('lz4 encodeBlock (of the msgpack)', () => {
     lz4.encodeBlock(packed, out);
   });
+  // Two ways to keep a large base's compression off the caller's loop: lz4 in 64 KB slices (a turn
+  // between slices; each slice blocks this long), or one hand-over to a worker thread (what statefold does).
+  const slice = packed.subarray(0, Math.min(packed.byteLength, 64 * 1024));
+  b.add('lz4 encodeBlock of one 64 KB slice', () => {
+    lz4.encodeBlock(slice, out);
+  });
+  b.add('hand the msgpack to a worker thread (copy + transfer)', () => {
+    const own = new Uint8Array(packed.byteLength);
+    own.set(packed);
+    worker.postMessage(own, [own.buffer]);
+  });
   b.add('structuredClone (a mirror copy)', () => {
     structuredClone(mutable);
   });
@@ -376,9 +425,10 @@ export async function microScenario(
     compare(base, next);
   });
   await b.run();
+  await worker.terminate();
   return b.tasks.map((t) => {
     const r = t.result;
     if (r.state !== 'completed') throw new Error(`micro ${t.name}: ${r.state}`);
-    return { size, task: t.name, latency: fromTinybench(r.latency) };
+    return { workload, size, task: t.name, latency: fromTinybench(r.latency) };
   });
 }

@@ -8,7 +8,8 @@ import * as path from 'node:path';
 import { FileStore, MemoryStore, type ListOptions, type Store, type StoreOptions } from 'statefold';
 
 /** What a written object is, for counting bases and deltas apart. */
-export type WriteKind = 'base' | 'delta' | 'fence' | 'full';
+/** What a write holds: a base, a delta, a fence, a full snapshot (baselines), or a hint (statefold's newest-base pointer). */
+export type WriteKind = 'base' | 'delta' | 'fence' | 'full' | 'hint';
 
 /** Counts putIfAbsent calls and bytes by kind. */
 export interface WriteCounts {
@@ -17,7 +18,10 @@ export interface WriteCounts {
 }
 
 export function emptyCounts(): WriteCounts {
-  return { requests: { base: 0, delta: 0, fence: 0, full: 0 }, bytes: { base: 0, delta: 0, fence: 0, full: 0 } };
+  return {
+    requests: { base: 0, delta: 0, fence: 0, full: 0, hint: 0 },
+    bytes: { base: 0, delta: 0, fence: 0, full: 0, hint: 0 },
+  };
 }
 
 const MAGIC = 0x444c4653; // "SFLD": a statefold frame
@@ -27,6 +31,7 @@ const FRAME_KIND: Record<number, WriteKind> = { 1: 'base', 2: 'delta', 3: 'fence
 function kindOf(key: string, body: Uint8Array): WriteKind {
   if (body.byteLength >= 6 && (body[0]! | (body[1]! << 8) | (body[2]! << 16) | (body[3]! << 24)) >>> 0 === MAGIC)
     return FRAME_KIND[body[5]!] ?? 'full';
+  if (key.includes('/hint/')) return 'hint';
   const last = key.slice(key.lastIndexOf('/') + 1);
   if (last.startsWith('base-')) return 'base';
   if (last.startsWith('delta-')) return 'delta';

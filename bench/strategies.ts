@@ -10,9 +10,11 @@ const { compare } = jsonpatch;
 import lz4 from 'lz4';
 import { Packr } from 'msgpackr';
 import { SnapshotEngine, type Policy, type Store } from 'statefold';
-import type { AgentState } from './workload.js';
 
 const gzip = promisify(gzipCb);
+
+/** A state to checkpoint (every workload builds plain objects). */
+type AgentState = object;
 
 /** A checkpointing strategy bound to one store and stream. */
 export interface Checkpointer {
@@ -46,7 +48,7 @@ function statefold(id: StrategyId, label: string, updates: 'copy' | 'immutable',
     label,
     style: updates === 'copy' ? 'mutable' : 'immutable',
     async open(store, stream) {
-      const engine = await SnapshotEngine.open<AgentState>({ store, stream, updates, ...(policy ? { policy } : {}) });
+      const engine = await SnapshotEngine.open({ store, stream, updates, ...(policy ? { policy } : {}) });
       // The engine's own promise (CheckpointInfo has kind and bytes): the call's synchronous part is the engine's alone.
       return { checkpoint: (state) => engine.checkpoint(state), close: () => engine.close() };
     },

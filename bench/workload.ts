@@ -66,6 +66,25 @@ export interface AgentState {
   };
 }
 
+/** One step of a workload: what it adds, applied in place or immutably (same logical state either way). */
+export interface Step {
+  /** msgpack bytes of what the step put into the state (new messages, new values; for an edited line, the line). */
+  addedBytes: number;
+  inPlace(state: object): object;
+  immutable(state: object): object;
+}
+
+/** A seeded state generator: an initial state and a stream of steps. */
+export interface StepWorkload {
+  readonly name: WorkloadName;
+  readonly size: number;
+  initial(): object;
+  next(): Step;
+}
+
+/** The workloads: real text (the headline), and the generated state with embeddings. */
+export type WorkloadName = 'coding' | 'embeddings';
+
 /** A small, fast, seeded PRNG (mulberry32). */
 export class Rng {
   #s: number;
@@ -173,7 +192,9 @@ export function shapeOf(size: number, change: number): WorkloadShape {
 }
 
 /** Generates the initial state of a workload and the stream of per-step changes. */
-export class Workload {
+export class Workload implements StepWorkload {
+  readonly name = 'embeddings';
+  readonly size: number;
   readonly shape: WorkloadShape;
   readonly #rng: Rng;
   readonly #text: Text;
@@ -183,6 +204,7 @@ export class Workload {
   #clock = Date.UTC(2026, 0, 1);
 
   constructor(size: number, change = 0.01, seed = 1) {
+    this.size = size;
     this.shape = shapeOf(size, change);
     this.#rng = new Rng(seed);
     this.#text = new Text(this.#rng);
@@ -232,8 +254,20 @@ export class Workload {
     };
   }
 
+  /** The next step. */
+  next(): Step {
+    const c = this.change();
+    let addedBytes = packedSize(c.message) + packedSize(c.notes) + 8 * 9;
+    if (c.compact) addedBytes += packedSize(c.compact);
+    return {
+      addedBytes,
+      inPlace: (s) => applyInPlace(s as AgentState, c),
+      immutable: (s) => applyImmutable(s as AgentState, c),
+    };
+  }
+
   /** The next step's change. Deterministic for a seed; independent of how it is applied. */
-  next(): Change {
+  change(): Change {
     const rng = this.#rng;
     this.#step++;
     const message = this.#message(this.shape.messageBytes);
@@ -383,23 +417,22 @@ function structuredCloneMessage(m: Message): Message {
   return out;
 }
 
-/** A workload's state and change stream in one of the two update styles. */
+/** A workload's state and step stream in one of the two update styles. */
 export class Agent {
-  readonly workload: Workload;
-  state: AgentState;
+  state: object;
+  /** Bytes the steps so far added (see Step.addedBytes). */
+  addedBytes = 0;
   constructor(
     readonly style: 'mutable' | 'immutable',
-    size: number,
-    change: number,
-    seed: number,
+    readonly workload: StepWorkload,
   ) {
-    this.workload = new Workload(size, change, seed);
     this.state = this.workload.initial();
   }
   /** Advances one step. */
-  step(): AgentState {
-    const c = this.workload.next();
-    this.state = this.style === 'mutable' ? applyInPlace(this.state, c) : applyImmutable(this.state, c);
+  step(): object {
+    const step = this.workload.next();
+    this.addedBytes += step.addedBytes;
+    this.state = this.style === 'mutable' ? step.inPlace(this.state) : step.immutable(this.state);
     return this.state;
   }
 }

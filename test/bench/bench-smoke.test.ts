@@ -59,8 +59,11 @@ describe('bench: smoke run', () => {
     for (const heading of [
       '## Machine',
       '## How to reproduce',
-      '## Headline: targets, the source reports, and this run',
+      '## Headline: targets, earlier figures, and this run',
+      '## Workloads',
       '## Stall and commit latency',
+      '## What each checkpoint stores against what its step added',
+      '## Memory an engine keeps',
       '## Bytes and write requests per 1,000 steps',
       '## Agent-loop throughput against the checkpoint interval',
       '## Restore time against chain length',
@@ -96,6 +99,11 @@ describe('bench: smoke run', () => {
     expect(results.run.mode).toBe('smoke');
     expect(results.stall.length).toBeGreaterThan(0);
     expect(results.restore.length).toBeGreaterThan(0);
+    // Both workloads ran: the coding agent on real files (the headline) and the embeddings one.
+    expect(new Set(results.stall.map((r: { workload: string }) => r.workload))).toEqual(
+      new Set(['coding', 'embeddings']),
+    );
+    expect(results.memory.length).toBeGreaterThan(0);
     // A run with --out leaves the repository's own report, results and charts as they were.
     expect(repositoryOutputs()).toEqual(before);
   }, 90_000);
