@@ -4,6 +4,8 @@ import { bytes, int, ms, pct, median, type Summary } from './stats.js';
 import type { MicroResult, RestoreResult, StallResult, ThroughputResult, Interval } from './scenarios.js';
 import type { WriteCounts } from './stores.js';
 import type { MemoryResult } from './memory.js';
+import type { HistoryResult } from './history.js';
+import { historySection } from './report-history.js';
 import { amplificationSection, changeVerdicts, memorySection, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -45,6 +47,8 @@ export interface Results {
   restore: RestoreResult[];
   micro: MicroResult[];
   memory: MemoryResult[];
+  /** Absent in results written before this section existed. */
+  history?: HistoryResult[];
 }
 
 const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');
@@ -463,6 +467,7 @@ export function renderReport(res: Results): string {
   p();
   p(`![restore time against chain length](${run.charts.restore})`);
   p();
+  for (const line of historySection(res.history ?? [])) p(line);
 
   // ---- micro
   if (res.micro.length > 0) {

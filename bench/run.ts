@@ -24,6 +24,7 @@ import {
 } from './scenarios.js';
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
+import { historyScenario } from './history.js';
 import { memoryScenario } from './memory.js';
 import { SHORT, type StrategyId } from './strategies.js';
 import type { WorkloadName } from './workload.js';
@@ -54,6 +55,8 @@ interface Plan {
   s3: { size: number; steps: number; strategies: StrategyId[]; chains: number[] };
   /** Checkpoints taken before measuring what an engine keeps in memory. */
   memorySteps: number;
+  /** History lengths (checkpoints) read on the file and S3 stores, and timed runs per operation. */
+  history: { file: number[]; s3: number[]; runs: number; size: number };
 }
 
 const K = 1000;
@@ -75,6 +78,7 @@ const PLANS: Record<Mode, Plan> = {
     micro: { time: 500, iterations: 10 },
     s3: { size: 500 * K, steps: 200, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10, 100] },
     memorySteps: 40,
+    history: { file: [100, 10_000, 100_000], s3: [100, 5_000], runs: 10, size: 5 * K },
   },
   quick: {
     sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
@@ -94,6 +98,7 @@ const PLANS: Record<Mode, Plan> = {
     micro: { time: 50, iterations: 5 },
     s3: { size: 500 * K, steps: 30, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10] },
     memorySteps: 10,
+    history: { file: [100, 10_000], s3: [100, 1_000], runs: 3, size: 5 * K },
   },
   smoke: {
     sizes: { coding: [5 * K, 20 * K], embeddings: [20 * K] },
@@ -112,6 +117,7 @@ const PLANS: Record<Mode, Plan> = {
     micro: { time: 5, iterations: 3 },
     s3: { size: 5 * K, steps: 5, strategies: ['sf-immutable', 'json-gzip'], chains: [1] },
     memorySteps: 3,
+    history: { file: [100, 300], s3: [100], runs: 2, size: 5 * K },
   },
 };
 
@@ -221,6 +227,7 @@ async function main(): Promise<void> {
     throughputRuns.length +
     plan.sizes[headline].length /* restore */ +
     WORKLOADS.length /* memory */ +
+    1 /* history */ +
     (typeof s3 === 'string' ? 0 : 1);
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
@@ -254,6 +261,7 @@ async function main(): Promise<void> {
     restore: [],
     micro: [],
     memory: [],
+    history: [],
   };
   if (mode === 'smoke') results.run.headlineSize = 20 * K;
   const fileKind = kinds.find((k) => k.name === 'file')!;
@@ -343,6 +351,14 @@ async function main(): Promise<void> {
       );
       results.restore.push(...r.filter((x) => x.store === 's3'));
     }
+    const histories = [{ kind: fileKind, histories: plan.history.file }];
+    if (typeof s3 !== 'string') histories.push({ kind: s3, histories: plan.history.s3 });
+    progress.begin(
+      `reading against history length: ${histories.map((h) => `${h.kind.name} ${h.histories.join(', ')}`).join('; ')} checkpoints`,
+    );
+    results.history = (results.history ?? []).concat(
+      await historyScenario(histories, headline, plan.history.size, seed, plan.history.runs, progress),
+    );
   } finally {
     for (const k of kinds) await k.cleanup();
     if (typeof s3 !== 'string') await s3.cleanup();

@@ -67,6 +67,7 @@ describe('bench: smoke run', () => {
       '## Bytes and write requests per 1,000 steps',
       '## Agent-loop throughput against the checkpoint interval',
       '## Restore time against chain length',
+      '## Reading a stream against the length of its history',
       '## What the pieces cost (tinybench micro-benchmarks)',
     ]) {
       expect(md).toContain(heading);
