@@ -25,7 +25,8 @@ export interface Store {
 
   /**
    * Lists the keys that start with `prefix`, in ascending order of their UTF-8 bytes, only those
-   * after `startAfter` when it is given. Objects being written but not yet created are not listed.
+   * after `startAfter` when it is given, at most `limit` of them when it is given. Objects being
+   * written but not yet created are not listed.
    */
   list(prefix: string, options?: ListOptions): Promise<string[]>;
 
@@ -43,4 +44,10 @@ export interface StoreOptions {
 export interface ListOptions extends StoreOptions {
   /** Only keys strictly greater than this one (in UTF-8 byte order) are listed. */
   startAfter?: string;
+  /**
+   * At most this many keys, the first ones in order: a page, to be continued with `startAfter` set
+   * to the last key returned. A store may return more (stores written before this option return
+   * every key); callers take a result longer than `limit` as the whole rest of the listing.
+   */
+  limit?: number;
 }

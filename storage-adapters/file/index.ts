@@ -83,7 +83,7 @@ export class FileStore implements Store {
   }
 
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
-    assertPrefix(prefix);
+    assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
     // Walk only the deepest directory the prefix names; its last partial segment filters names.
     const slash = prefix.lastIndexOf('/');
@@ -95,8 +95,8 @@ export class FileStore implements Store {
       throw storageError('list', prefix, err);
     }
     const after = options?.startAfter;
-    const out = after === undefined ? keys : keys.filter((k) => k > after);
-    return out.sort();
+    const out = (after === undefined ? keys : keys.filter((k) => k > after)).sort();
+    return options?.limit !== undefined && out.length > options.limit ? out.slice(0, options.limit) : out;
   }
 
   async delete(key: string, options?: StoreOptions): Promise<void> {

@@ -28,11 +28,20 @@ export function assertKey(op: string, key: string): void {
   }
 }
 
-/** Rejects a malformed list prefix. */
-export function assertPrefix(prefix: string): void {
+/** Rejects a malformed list prefix, and a `limit` that is not a positive integer. */
+export function assertPrefix(prefix: string, limit?: number): void {
   if (!isValidPrefix(prefix)) {
     throw new StatefoldError('INVALID_ARGUMENT', `list ${JSON.stringify(prefix)}: not a valid key prefix`, {
       key: prefix,
     });
+  }
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `list ${JSON.stringify(prefix)}: limit ${String(limit)} is not a positive integer`,
+      {
+        key: prefix,
+      },
+    );
   }
 }

@@ -25,7 +25,7 @@ export class MemoryStore implements Store {
   }
 
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
-    assertPrefix(prefix);
+    assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
     const after = options?.startAfter;
     let from = lowerBound(this.#sorted, prefix);
@@ -34,7 +34,8 @@ export class MemoryStore implements Store {
       if (this.#sorted[from] === after) from++;
     }
     const out: string[] = [];
-    for (let i = from; i < this.#sorted.length; i++) {
+    const limit = options?.limit ?? Infinity;
+    for (let i = from; i < this.#sorted.length && out.length < limit; i++) {
       const key = this.#sorted[i]!;
       if (!key.startsWith(prefix)) break;
       out.push(key);

@@ -200,9 +200,10 @@ export class S3Store implements Store {
   }
 
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
-    assertPrefix(prefix);
+    assertPrefix(prefix, options?.limit);
     const signal = options?.signal;
     const after = options?.startAfter;
+    const limit = options?.limit;
     return this.#io.retry('list', prefix, signal, async (abortSignal) => {
       const keys: string[] = [];
       let token: string | undefined;
@@ -214,6 +215,8 @@ export class S3Store implements Store {
           new ListObjectsV2Command({
             Bucket: this.bucket,
             Prefix: this.prefix + prefix,
+            // A page no longer than the caller asked for (objects that are not keys may shorten it: it then goes on).
+            ...(limit !== undefined ? { MaxKeys: Math.min(1000, limit - keys.length) } : {}),
             ...(token !== undefined
               ? { ContinuationToken: token }
               : startAfter !== undefined
@@ -232,7 +235,7 @@ export class S3Store implements Store {
           if (!isValidKey(key) || !key.startsWith(prefix) || (after !== undefined && key <= after)) continue;
           keys.push(key);
         }
-        if (res.IsTruncated !== true) break;
+        if (res.IsTruncated !== true || (limit !== undefined && keys.length >= limit)) break;
         if (res.NextContinuationToken !== undefined && res.NextContinuationToken !== token) {
           token = res.NextContinuationToken;
         } else if (last !== undefined && (startAfter === undefined || last > startAfter)) {
@@ -245,7 +248,8 @@ export class S3Store implements Store {
       }
       // S3 lists in UTF-8 byte order already; sorting and dropping repeats guards against servers that do not.
       keys.sort();
-      return keys.filter((k, i) => i === 0 || k !== keys[i - 1]);
+      const unique = keys.filter((k, i) => i === 0 || k !== keys[i - 1]);
+      return limit !== undefined && unique.length > limit ? unique.slice(0, limit) : unique;
     });
   }
 

@@ -19,6 +19,12 @@ export interface StoreInitializer<S extends Store = Store> {
   createFailing?(): Promise<S>;
   /** Once after the suite. */
   afterAll?(): Promise<void>;
+  /**
+   * The store returns exactly `limit` keys when more exist, and rejects a `limit` that is not a
+   * positive integer with INVALID_ARGUMENT (statefold's stores do). Without it the suite checks
+   * only what callers rely on: a page is the start of the listing, at least `limit` long.
+   */
+  honoursListLimit?: boolean;
 }
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
@@ -127,6 +133,29 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
         expect(await store.list('sa/', { startAfter: 'sa/2.5' })).toEqual(['sa/3', 'sa/4', 'sa/5']);
         expect(await store.list('sa/', { startAfter: 'sa/5' })).toEqual([]);
         expect(await store.list('sa/', { startAfter: 'a' })).toEqual(['sa/1', 'sa/2', 'sa/3', 'sa/4', 'sa/5']);
+      });
+
+      it('lists pages with limit, which continue with startAfter to the whole listing', async () => {
+        const store = await create();
+        const keys = Array.from({ length: 12 }, (_, i) => `pg/${String(i).padStart(2, '0')}`);
+        for (const key of keys) await store.putIfAbsent(key, bytes(key));
+        const first = await store.list('pg/', { limit: 5 });
+        expect(first.length).toBeGreaterThanOrEqual(5);
+        expect(first).toEqual(keys.slice(0, first.length));
+        if (init.honoursListLimit) expect(first).toHaveLength(5);
+        const paged: string[] = [];
+        for (let page = 0, after: string | undefined; page < 20; page++) {
+          const got = await store.list('pg/', { limit: 5, ...(after !== undefined ? { startAfter: after } : {}) });
+          paged.push(...got);
+          if (got.length < 5) break;
+          after = got[got.length - 1];
+        }
+        expect(paged).toEqual(keys);
+        expect(await store.list('pg/', { startAfter: 'pg/10', limit: 5 })).toEqual(['pg/11']);
+        if (init.honoursListLimit) {
+          for (const limit of [0, -1, 1.5, Number.NaN])
+            await expect(store.list('pg/', { limit })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+        }
       });
 
       it('keeps prefixes apart: a/b is not listed under a/bc, nor ab under a', async () => {

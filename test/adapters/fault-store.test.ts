@@ -10,6 +10,7 @@ const destroyed: FaultStore[] = [];
 
 describeStoreConformance<FaultStore>({
   name: 'fault (memory inside)',
+  honoursListLimit: true,
   create: async () => remember(new FaultStore(new MemoryStore())),
   createFailing: async () => remember(new FaultStore(new MemoryStore()).crashAt(0)),
   destroy: (store) => {

@@ -17,6 +17,7 @@ afterAll(async () => {
 
 describeStoreConformance({
   name: 'file',
+  honoursListLimit: true,
   create: async () => new FileStore({ dir: await freshDir() }),
   // A dir under a regular file: every operation meets ENOTDIR.
   createFailing: async () => {

@@ -45,6 +45,7 @@ function defineSuite(env: S3TestEnv): void {
 
   describeStoreConformance({
     name: 's3',
+    honoursListLimit: true,
     beforeAll: async () => {
       try {
         await admin.send(new HeadBucketCommand({ Bucket: env.bucket }));
