@@ -46,12 +46,15 @@ export async function readHint(store: Store, keys: StreamKeys, signal?: AbortSig
 /**
  * The committed view as far as the newest checkpoint needs it: from the hinted base on when there
  * is a hint that holds, the whole log otherwise. Every seq from the view's first slot on restores.
+ * With `readAhead` (the default) every frame of a hinted listing is requested at once, for a
+ * caller that reads the whole newest chain.
  */
 export async function newestView(
   store: Store,
   keys: StreamKeys,
   limits: FrameLimits,
   signal?: AbortSignal,
+  readAhead = true,
 ): Promise<CommittedView> {
   const hint = await readHint(store, keys, signal);
   if (hint !== undefined) {
@@ -65,7 +68,8 @@ export async function newestView(
     }
     if (log.slots[0]?.seq === hint) {
       // The chain of the newest checkpoint is at most these slots: read them all in one round.
-      const frames = log.slots.length <= PREFETCH ? prefetch(store, keys, log.slots, limits, signal) : undefined;
+      const frames =
+        readAhead && log.slots.length <= PREFETCH ? prefetch(store, keys, log.slots, limits, signal) : undefined;
       const view = await committedView(store, log, limits, signal, frames);
       if (view.slots.length > 0) return view;
     }

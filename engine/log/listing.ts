@@ -35,13 +35,15 @@ export interface LogListing {
 /**
  * Lists the log of a stream. Slots below the retention floor are set apart: retention has
  * deleted them, or is deleting them, and keeps their fences (see retention.ts). With `from`, only
- * the slots from seq `from` on are listed (and the floors), not the whole history.
+ * the slots from seq `from` on are listed (and the floors), not the whole history; with `to` as
+ * well, only the slots from `from` to `to`.
  */
 export async function listLog(
   store: Store,
   keys: StreamKeys,
   signal?: AbortSignal,
   from?: number,
+  to?: number,
 ): Promise<LogListing> {
   const options = signal ? { signal } : undefined;
   let listed: string[];
@@ -50,7 +52,9 @@ export async function listLog(
     // '~' sorts after '.' and every hex digit: start after every key of slot from - 1.
     const [floors, log] = await Promise.all([
       store.list(keys.floors, options),
-      store.list(keys.log, { ...options, startAfter: `${keys.slot(from - 1)}~` }),
+      to === undefined
+        ? store.list(keys.log, { ...options, startAfter: `${keys.slot(from - 1)}~` })
+        : listUpTo(store, keys, from, to, signal),
     ]);
     listed = [...floors, ...log];
   }
@@ -74,6 +78,35 @@ export async function listLog(
   const at = all.findIndex((s) => s.seq >= floor);
   const split = at < 0 ? all.length : at;
   return { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split), from };
+}
+
+/**
+ * The log's keys of the slots from `from` to `to`, in pages a little longer than the range (a
+ * slot holds one key, more after fences), so that a range costs its own length whatever the
+ * history above it. Keys of later slots in the last page are left out.
+ */
+async function listUpTo(
+  store: Store,
+  keys: StreamKeys,
+  from: number,
+  to: number,
+  signal?: AbortSignal,
+): Promise<string[]> {
+  const out: string[] = [];
+  let startAfter = `${keys.slot(from - 1)}~`;
+  // Bounded: every full page moves startAfter on by `limit` keys, and stops past `to`.
+  for (;;) {
+    const limit = Math.min(1000, to - from + 9);
+    const page = await store.list(keys.log, { startAfter, limit, ...(signal ? { signal } : {}) });
+    for (const key of page) {
+      const seq = keys.parse(key)?.seq;
+      if (seq !== undefined && seq > to) return out;
+      out.push(key);
+    }
+    // Shorter than asked: the end of the log. Longer: a store that ignores limits listed the rest.
+    if (page.length !== limit) return out;
+    startAfter = page[page.length - 1]!;
+  }
 }
 
 /** The key that decides a slot: its last. */

@@ -1,6 +1,7 @@
 /**
- * Restore: list the stream's log, find the checkpoint asked for (the newest committed one by
- * default), read its chain (chain.ts) and fold it; with `skipDamaged`, fall back past damage
+ * Restore: list the part of the stream's log that holds the checkpoint asked for (the newest
+ * committed one by default: from the hinted base; a given seq: from the base its frame names),
+ * read its chain (chain.ts) and fold it; with `skipDamaged`, fall back past damage
  * (skip-damaged.ts). Listing checkpoints is in list.ts.
  */
 import type { Store } from '../../storage-adapters/store.js';
@@ -10,6 +11,7 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { newestView } from '../log/hint.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
+import { seqView } from '../log/range.js';
 import { relistOnVanish } from '../log/read.js';
 import { readChain } from './chain.js';
 import { restoreIntact } from './skip-damaged.js';
@@ -40,10 +42,12 @@ export async function restore<S = unknown>(
   return relistOnVanish(async () => {
     if (!options.skipDamaged) {
       // The newest checkpoint needs only its chain: list from the hinted base (log/hint.ts).
+      // A given seq needs its own chain: list from the base its frame names (log/range.ts).
       const view =
         options.seq === undefined
           ? await newestView(store, keys, limits, options.signal)
-          : await committedView(store, await listLog(store, keys, options.signal), limits, options.signal);
+          : ((await seqView(store, keys, options.seq, limits, options.signal)) ??
+            (await committedView(store, await listLog(store, keys, options.signal), limits, options.signal)));
       return (await readChain<S>(store, view, options.seq, limits, options)).restored;
     }
     return restoreIntact<S>(store, await listLog(store, keys, options.signal), options.seq, limits, options);

@@ -1,7 +1,8 @@
 /**
  * Listing a stream's retained checkpoints: seq, kind, size, meta and effect records of each, a page
- * at a time. It lists the log's keys, then reads only the objects it returns; one that fails
- * verification is listed as damaged, with its error, instead of failing the whole listing.
+ * at a time. It lists the keys of the page's seqs (the newest chain from its hint, older seqs by
+ * range), then reads only the objects it returns; one that fails verification is listed as
+ * damaged, with its error, instead of failing the whole listing.
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertSeq, assertStore, limitsOf } from '../args.js';
@@ -9,6 +10,7 @@ import { EMPTY_LEDGER } from '../effects/ledger.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
 import { decodeMeta, type Frame, type FrameLimits } from '../format/frame.js';
 import { committedView, type CommittedView } from '../log/committed.js';
+import { newestView } from '../log/hint.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
@@ -41,7 +43,56 @@ export async function listCheckpoints(
   return relistOnVanish(() => listFrom(store, keys, limits, options));
 }
 
+/**
+ * Lists a page from the newest chain's view (hinted) and, for seqs below it, from a listing of just
+ * their range: seqs are contiguous from the retention floor to the newest checkpoint, so the page's
+ * seqs are known before anything older is listed. A hint that does not hold, or damage at the top,
+ * lists the whole log instead (listWhole).
+ */
 async function listFrom(
+  store: Store,
+  keys: StreamKeys,
+  limits: FrameLimits,
+  options: ListCheckpointsOptions,
+): Promise<ListedCheckpoint[]> {
+  let view: CommittedView;
+  try {
+    view = await newestView(store, keys, limits, options.signal, false);
+  } catch (err) {
+    if (isStatefoldError(err, 'CORRUPT')) return listWhole(store, keys, limits, options);
+    throw err;
+  }
+  const newest = view.slots[view.slots.length - 1]?.seq;
+  if (newest === undefined) return [];
+  const lo = Math.max(view.log.floor, (options.after ?? 0) + 1);
+  const hi = Math.min(newest, (options.before ?? Infinity) - 1);
+  if (lo > hi) return [];
+  const limit = options.limit ?? Infinity;
+  const [from, to] = options.reverse ? [Math.max(lo, hi - limit + 1), hi] : [lo, Math.min(hi, lo + limit - 1)];
+  const viewFrom = view.slots[0]!.seq;
+  const slots = view.slots.filter((s) => s.seq >= from && s.seq <= to);
+  if (from < viewFrom) {
+    const older = await listLog(store, keys, options.signal, from, Math.min(to, viewFrom - 1));
+    slots.unshift(...older.slots.filter((s) => s.seq >= from && s.seq < viewFrom));
+  }
+  if (options.reverse) slots.reverse();
+  return mapLimit(slots, options.concurrency ?? 16, async (slot): Promise<ListedCheckpoint> => {
+    try {
+      const frame =
+        slot === view.tailSlot && view.tailFrame
+          ? view.tailFrame
+          : await (view.frames?.get(slot.seq) ??
+              readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal));
+      return entry(keys, slot, frame);
+    } catch (err) {
+      if (vanished(err) || !isStatefoldError(err, 'CORRUPT')) throw err;
+      return { seq: slot.seq, damaged: true, error: err };
+    }
+  });
+}
+
+/** Lists from a listing of the whole log (when the newest chain's view cannot be had). */
+async function listWhole(
   store: Store,
   keys: StreamKeys,
   limits: FrameLimits,

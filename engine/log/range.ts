@@ -1,0 +1,37 @@
+/**
+ * Views of part of a log, listed by seq range instead of from the start of the history: the chain
+ * of one given seq (restore({ seq })), and a page of seqs (listCheckpoints). Each falls back to
+ * `undefined` where only the whole log can tell (the seq is missing, below the retention floor,
+ * or not a checkpoint), and the caller lists everything as before: a range costs speed when it
+ * cannot be used, never a different answer.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import type { Frame, FrameLimits } from '../format/frame.js';
+import type { CommittedView } from './committed.js';
+import type { StreamKeys } from './keys.js';
+import { listLog, tailKey } from './listing.js';
+import { readFrame } from './read.js';
+
+/**
+ * The view a restore of `seq` needs: the slots from its base to it, found by reading its frame
+ * (which names its base) and listing that range; `undefined` when the whole log must decide.
+ */
+export async function seqView(
+  store: Store,
+  keys: StreamKeys,
+  seq: number,
+  limits: FrameLimits,
+  signal?: AbortSignal,
+): Promise<CommittedView | undefined> {
+  const at = await listLog(store, keys, signal, seq, seq);
+  const slot = at.slots[0];
+  if (slot === undefined || slot.seq !== seq) return undefined;
+  const frame = await readFrame(store, keys, seq, tailKey(slot), limits, signal);
+  // A fence at the top is an uncommitted claim: the whole log tells what is committed below it.
+  if (frame.kind === 'fence') return undefined;
+  const base = frame.header.baseSeq;
+  if (base === undefined || !Number.isSafeInteger(base) || base > seq || base < at.floor) return undefined;
+  const log = base === seq ? at : await listLog(store, keys, signal, base, seq);
+  const frames = new Map<number, Promise<Frame>>([[seq, Promise.resolve(frame)]]);
+  return { log, slots: log.slots, tailSlot: undefined, tailFrame: undefined, frames };
+}
