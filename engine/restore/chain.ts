@@ -33,7 +33,7 @@ export interface ReadChain<S> {
 /** Options of readChain. */
 export interface ChainOptions {
   signal?: AbortSignal;
-  /** How many objects are read at once (default 16). */
+  /** How many objects are read at once (default 64). */
   concurrency?: number;
 }
 
@@ -96,7 +96,7 @@ export async function readChain<S>(
   const baseSeq = last.header.baseSeq!;
   const chain = [] as number[];
   for (let s = baseSeq; s < target; s++) chain.push(s);
-  const earlier = await mapLimit(chain, options.concurrency ?? 16, (s) => frameAt(s));
+  const earlier = await mapLimit(chain, options.concurrency ?? 64, (s) => frameAt(s));
   const frames = [...earlier, last];
   // Verify the whole chain before decoding any of it: one base, then deltas each naming its parent.
   for (let i = 0; i < frames.length; i++) {

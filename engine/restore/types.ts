@@ -12,7 +12,7 @@ export interface RestoreOptions {
   storeTimeoutMs?: number;
   /** Largest uncompressed frame payload accepted (default 1 GiB): a guard against damaged lengths. */
   maxPayloadBytes?: number;
-  /** How many objects are read at once (default 16). */
+  /** How many objects a restore reads at once (default 64: a long chain on a remote store is read in few rounds). */
   concurrency?: number;
   /**
    * When the checkpoint asked for (or one its chain needs) is damaged or missing, restore the
