@@ -1,11 +1,21 @@
 import type { ListOptions, Store, StoreOptions } from '../store.js';
+import sortedBtree from 'sorted-btree';
 import { assertKey, assertPrefix, throwIfAborted } from '../kit/index.js';
+
+/**
+ * The B+ tree of sorted-btree: ordered keys with O(log n) inserts, deletes and seeks. A sorted
+ * array cost O(n) per insert (a splice), which with thousands of streams in one store grew into
+ * most of a checkpoint's cost. It is a CommonJS module marked __esModule: Node's ESM loader gives
+ * its module.exports as the default import (the class is its `default`), transpiling loaders give
+ * the class itself; both are accepted.
+ */
+type BTreeClass = typeof sortedBtree.default;
+const BTree: BTreeClass = ('default' in sortedBtree ? sortedBtree.default : sortedBtree) as BTreeClass;
 
 /** A store that keeps objects in this process's memory: for tests, benchmarks and short-lived agents. */
 export class MemoryStore implements Store {
-  readonly #objects = new Map<string, Uint8Array>();
-  /** Keys in ascending order, kept sorted so that list is a binary search plus a slice. */
-  readonly #sorted: string[] = [];
+  /** Objects by key, in ascending key order, so that list is a seek plus a walk. */
+  readonly #objects = new BTree<string, Uint8Array>();
 
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
     assertKey('get', key);
@@ -18,26 +28,20 @@ export class MemoryStore implements Store {
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     assertKey('putIfAbsent', key);
     throwIfAborted('putIfAbsent', key, options?.signal);
-    if (this.#objects.has(key)) return false;
-    this.#objects.set(key, Uint8Array.prototype.slice.call(body));
-    this.#sorted.splice(lowerBound(this.#sorted, key), 0, key);
-    return true;
+    return this.#objects.setIfNotPresent(key, Uint8Array.prototype.slice.call(body));
   }
 
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
     assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
     const after = options?.startAfter;
-    let from = lowerBound(this.#sorted, prefix);
-    if (after !== undefined && after >= prefix) {
-      from = lowerBound(this.#sorted, after);
-      if (this.#sorted[from] === after) from++;
-    }
+    // The first key at or after the prefix, or strictly after startAfter when that comes later.
+    const from = after !== undefined && after >= prefix ? this.#objects.nextHigherKey(after) : prefix;
     const out: string[] = [];
+    if (from === undefined) return out;
     const limit = options?.limit ?? Infinity;
-    for (let i = from; i < this.#sorted.length && out.length < limit; i++) {
-      const key = this.#sorted[i]!;
-      if (!key.startsWith(prefix)) break;
+    for (const key of this.#objects.keys(from)) {
+      if (out.length >= limit || !key.startsWith(prefix)) break;
       out.push(key);
     }
     return out;
@@ -46,9 +50,7 @@ export class MemoryStore implements Store {
   async delete(key: string, options?: StoreOptions): Promise<void> {
     assertKey('delete', key);
     throwIfAborted('delete', key, options?.signal);
-    if (!this.#objects.delete(key)) return;
-    const at = lowerBound(this.#sorted, key);
-    if (this.#sorted[at] === key) this.#sorted.splice(at, 1);
+    this.#objects.delete(key);
   }
 
   /** Number of objects held (for tests and benchmarks). */
@@ -62,15 +64,4 @@ export class MemoryStore implements Store {
     for (const body of this.#objects.values()) total += body.byteLength;
     return total;
   }
-}
-
-function lowerBound(sorted: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (sorted[mid]! < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

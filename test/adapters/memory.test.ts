@@ -1,3 +1,5 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import { MemoryStore } from 'statefold';
 import { describeStoreConformance } from 'statefold/testing';
 
@@ -6,4 +8,48 @@ describeStoreConformance({
   name: 'memory',
   honoursListLimit: true,
   create: async () => new MemoryStore(),
+});
+
+describe('memory store: ordered keys', () => {
+  it('lists as a sorted reference does after any mix of creates and deletes (fast-check)', async () => {
+    const key = fc
+      .tuple(fc.constantFrom('a', 'a/b', 'ab', 'z'), fc.integer({ min: 0, max: 40 }))
+      .map(([dir, n]) => `${dir}/${n.toString(16).padStart(2, '0')}`);
+    const op = fc.oneof(
+      fc.record({ put: key }),
+      fc.record({ del: key }),
+      fc.record({
+        prefix: fc.constantFrom('', 'a', 'a/', 'a/b/', 'ab/', 'z/0'),
+        after: fc.option(key, { nil: undefined }),
+        limit: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 120 }), async (ops) => {
+        const store = new MemoryStore();
+        const reference = new Set<string>();
+        for (const o of ops) {
+          if ('put' in o) {
+            expect(await store.putIfAbsent(o.put, new Uint8Array([1]))).toBe(!reference.has(o.put));
+            reference.add(o.put);
+          } else if ('del' in o) {
+            await store.delete(o.del);
+            reference.delete(o.del);
+          } else {
+            const expected = [...reference]
+              .filter((k) => k.startsWith(o.prefix) && (o.after === undefined || k > o.after))
+              .sort()
+              .slice(0, o.limit ?? Infinity);
+            const options = {
+              ...(o.after !== undefined ? { startAfter: o.after } : {}),
+              ...(o.limit ? { limit: o.limit } : {}),
+            };
+            expect(await store.list(o.prefix, options)).toEqual(expected);
+          }
+        }
+        expect(store.size).toBe(reference.size);
+      }),
+      { numRuns: 200, seed: Number(process.env.STATEFOLD_TEST_SEED ?? 1) },
+    );
+  });
 });
