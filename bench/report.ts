@@ -6,6 +6,8 @@ import type { WriteCounts } from './stores.js';
 import type { MemoryResult } from './memory.js';
 import type { HistoryResult } from './history.js';
 import { historySection } from './report-history.js';
+import type { ManyResult } from './many.js';
+import { manySection } from './report-many.js';
 import { amplificationSection, changeVerdicts, memorySection, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -49,6 +51,7 @@ export interface Results {
   memory: MemoryResult[];
   /** Absent in results written before this section existed. */
   history?: HistoryResult[];
+  many?: ManyResult[];
 }
 
 const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');
@@ -468,6 +471,7 @@ export function renderReport(res: Results): string {
   p(`![restore time against chain length](${run.charts.restore})`);
   p();
   for (const line of historySection(res.history ?? [])) p(line);
+  for (const line of manySection(res.many ?? [])) p(line);
 
   // ---- micro
   if (res.micro.length > 0) {

@@ -25,6 +25,7 @@ import {
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { historyScenario } from './history.js';
+import { manyStreamsScenario } from './many.js';
 import { memoryScenario } from './memory.js';
 import { SHORT, type StrategyId } from './strategies.js';
 import type { WorkloadName } from './workload.js';
@@ -57,6 +58,14 @@ interface Plan {
   memorySteps: number;
   /** History lengths (checkpoints) read on the file and S3 stores, and timed runs per operation. */
   history: { file: number[]; s3: number[]; runs: number; size: number };
+  /** Many streams in one process: runs (store, update mode), streams, state size, warm-up and window. */
+  many: {
+    runs: { store: 'memory' | 'file'; mode: 'copy' | 'immutable' }[];
+    streams: number;
+    size: number;
+    warmupMs: number;
+    windowMs: number;
+  };
 }
 
 const K = 1000;
@@ -79,6 +88,17 @@ const PLANS: Record<Mode, Plan> = {
     s3: { size: 500 * K, steps: 200, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10, 100] },
     memorySteps: 40,
     history: { file: [100, 10_000, 100_000], s3: [100, 5_000], runs: 10, size: 5 * K },
+    many: {
+      runs: [
+        { store: 'memory', mode: 'copy' },
+        { store: 'memory', mode: 'immutable' },
+        { store: 'file', mode: 'copy' },
+      ],
+      streams: 10_000,
+      size: 20 * K,
+      warmupMs: 4000,
+      windowMs: 20_000,
+    },
   },
   quick: {
     sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
@@ -99,6 +119,7 @@ const PLANS: Record<Mode, Plan> = {
     s3: { size: 500 * K, steps: 30, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10] },
     memorySteps: 10,
     history: { file: [100, 10_000], s3: [100, 1_000], runs: 3, size: 5 * K },
+    many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 2_000, size: 20 * K, warmupMs: 1000, windowMs: 4000 },
   },
   smoke: {
     sizes: { coding: [5 * K, 20 * K], embeddings: [20 * K] },
@@ -118,6 +139,7 @@ const PLANS: Record<Mode, Plan> = {
     s3: { size: 5 * K, steps: 5, strategies: ['sf-immutable', 'json-gzip'], chains: [1] },
     memorySteps: 3,
     history: { file: [100, 300], s3: [100], runs: 2, size: 5 * K },
+    many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 100, size: 5 * K, warmupMs: 200, windowMs: 800 },
   },
 };
 
@@ -228,6 +250,7 @@ async function main(): Promise<void> {
     plan.sizes[headline].length /* restore */ +
     WORKLOADS.length /* memory */ +
     1 /* history */ +
+    plan.many.runs.length +
     (typeof s3 === 'string' ? 0 : 1);
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
@@ -262,6 +285,7 @@ async function main(): Promise<void> {
     micro: [],
     memory: [],
     history: [],
+    many: [],
   };
   if (mode === 'smoke') results.run.headlineSize = 20 * K;
   const fileKind = kinds.find((k) => k.name === 'file')!;
@@ -359,6 +383,25 @@ async function main(): Promise<void> {
     results.history = (results.history ?? []).concat(
       await historyScenario(histories, headline, plan.history.size, seed, plan.history.runs, progress),
     );
+    for (const { store, mode } of plan.many.runs) {
+      const m = plan.many;
+      progress.begin(`many streams: ${m.streams} engines, ${m.size / K} KB each, every 2 s, ${store} store, ${mode}`);
+      const kind = store === 'memory' ? kinds.find((k) => k.name === 'memory')! : fileKind;
+      results.many = (results.many ?? []).concat(
+        await manyStreamsScenario(
+          kind,
+          mode,
+          headline,
+          m.streams,
+          m.size,
+          2000,
+          m.warmupMs,
+          m.windowMs,
+          seed,
+          progress,
+        ),
+      );
+    }
   } finally {
     for (const k of kinds) await k.cleanup();
     if (typeof s3 !== 'string') await s3.cleanup();

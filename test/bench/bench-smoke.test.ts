@@ -68,6 +68,7 @@ describe('bench: smoke run', () => {
       '## Agent-loop throughput against the checkpoint interval',
       '## Restore time against chain length',
       '## Reading a stream against the length of its history',
+      '## Many streams in one process',
       '## What the pieces cost (tinybench micro-benchmarks)',
     ]) {
       expect(md).toContain(heading);
@@ -105,6 +106,8 @@ describe('bench: smoke run', () => {
       new Set(['coding', 'embeddings']),
     );
     expect(results.memory.length).toBeGreaterThan(0);
+    expect(results.history.length).toBeGreaterThan(0);
+    expect(results.many[0].committed).toBeGreaterThan(0);
     // A run with --out leaves the repository's own report, results and charts as they were.
     expect(repositoryOutputs()).toEqual(before);
   }, 90_000);

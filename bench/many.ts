@@ -1,0 +1,182 @@
+/**
+ * Many streams in one process: N engines, each on its own stream of one shared store, each taking
+ * one step of its agent and a checkpoint every `intervalMs`, their schedules spread evenly over
+ * the interval (N / interval checkpoints per second in all). Measured: checkpoints called and
+ * committed per second, lateness of each call against its schedule (and whether it grows: a
+ * backlog), commit latency, event-loop delay, memory per stream, and the time to open all N
+ * streams again afterwards.
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SnapshotEngine, type Store } from 'statefold';
+import type { StoreKind } from './stores.js';
+import { summarize, type Progress, type Summary } from './stats.js';
+import { Agent, type WorkloadName } from './workload.js';
+import { makeWorkload } from './workloads.js';
+
+export interface ManyResult {
+  store: string;
+  mode: 'copy' | 'immutable';
+  streams: number;
+  /** Nominal state size per stream (msgpack bytes). */
+  size: number;
+  intervalMs: number;
+  /** Checkpoints per second the schedule asks for. */
+  targetRate: number;
+  /** Measured window (after the warm-up). */
+  seconds: number;
+  called: number;
+  committed: number;
+  failed: number;
+  /** Lateness of each call against its schedule, ms; and its median in the first and last fifth of the window. */
+  lateness: Summary;
+  latenessFirst: number;
+  latenessLast: number;
+  /** From the call until the promise resolved, ms. */
+  commit: Summary;
+  /** Event-loop delay (perf_hooks), ms. */
+  loopDelay: { p50: number; p99: number; max: number };
+  /** CPU of this process (all threads) per checkpoint called, ms; the share spent in the agents' steps. */
+  cpuPerCheckpoint: number;
+  stepShare: number;
+  /** (RSS, heap) growth from before the engines were opened to the end of the window, per stream. */
+  rssPerStream: number;
+  heapPerStream: number;
+  /** Heap and array buffers per stream right after every engine was opened and took its first checkpoint. */
+  heapOpenPerStream: number;
+  /** Opening all N streams again after closing them, 64 at a time. */
+  reopenSeconds: number;
+}
+
+/** Runs the many-streams scenario on one store kind. */
+export async function manyStreamsScenario(
+  kind: StoreKind,
+  mode: 'copy' | 'immutable',
+  workload: WorkloadName,
+  streams: number,
+  size: number,
+  intervalMs: number,
+  warmupMs: number,
+  windowMs: number,
+  seed: number,
+  progress: Progress,
+): Promise<ManyResult> {
+  const store: Store = await kind.create(`many-${mode}`);
+  const agents: Agent[] = [];
+  for (let i = 0; i < streams; i++) {
+    agents.push(new Agent(mode === 'copy' ? 'mutable' : 'immutable', makeWorkload(workload, size, 0.01, seed + i)));
+    progress.tick(i + 1, streams, 'agents built');
+  }
+  global.gc?.();
+  const mem0 = process.memoryUsage();
+  const engines: SnapshotEngine[] = new Array(streams);
+  await inBatches(streams, 64, async (i) => {
+    engines[i] = await SnapshotEngine.open({ store, stream: `agent-${i}`, updates: mode });
+    await engines[i]!.checkpoint(agents[i]!.state);
+    progress.tick(i + 1, streams, 'streams opened');
+  });
+
+  const memOpen = process.memoryUsage();
+  const lateness: number[] = [];
+  const latenessAt: number[] = [];
+  const commits: number[] = [];
+  let called = 0;
+  let committed = 0;
+  let failed = 0;
+  let stepMs = 0;
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  const start = performance.now() + 50;
+  const measureFrom = start + warmupMs;
+  const end = measureFrom + windowMs;
+  // Stream i's k-th checkpoint is due at start + (i / streams + k) * intervalMs.
+  const due = Float64Array.from({ length: streams }, (_, i) => start + (i / streams) * intervalMs);
+  let cpu0 = process.cpuUsage();
+  let measuring = false;
+  for (;;) {
+    const now = performance.now();
+    if (now >= end) break;
+    if (!measuring && now >= measureFrom) {
+      measuring = true;
+      cpu0 = process.cpuUsage();
+      stepMs = 0;
+      delay.enable();
+    }
+    for (let i = 0; i < streams; i++) {
+      if (due[i]! > now) continue;
+      const late = performance.now() - due[i]!;
+      due[i]! += intervalMs;
+      const t0 = performance.now();
+      const state = agents[i]!.step();
+      const t1 = performance.now();
+      const p = engines[i]!.checkpoint(state);
+      if (!measuring) {
+        p.catch(() => undefined);
+        continue;
+      }
+      stepMs += t1 - t0;
+      called++;
+      lateness.push(late);
+      latenessAt.push(t0);
+      p.then(
+        () => {
+          committed++;
+          commits.push(performance.now() - t1);
+        },
+        () => failed++,
+      );
+    }
+    // Let commits, timers and I/O run between rounds, as any server's event loop would.
+    await sleep(1);
+  }
+  delay.disable();
+  const cpu = process.cpuUsage(cpu0);
+  const seconds = windowMs / 1000;
+  const mem1 = process.memoryUsage();
+  progress.note(
+    `${kind.name} ${mode}: ${(called / seconds).toFixed(0)} calls/s, ${(committed / seconds).toFixed(0)} commits/s in the window (target ${((streams / intervalMs) * 1000).toFixed(0)}/s)`,
+  );
+  await Promise.all(engines.map((e) => e.close().catch(() => undefined)));
+  engines.length = 0;
+  const t0 = performance.now();
+  await inBatches(streams, 64, async (i) => {
+    const e = await SnapshotEngine.open({ store, stream: `agent-${i}`, updates: mode });
+    await e.close();
+  });
+  const reopenSeconds = (performance.now() - t0) / 1000;
+  const fifth = windowMs / 5;
+  const lateIn = (from: number, to: number): number =>
+    summarize(lateness.filter((_, j) => latenessAt[j]! >= from && latenessAt[j]! < to)).p50;
+  return {
+    store: kind.name,
+    mode,
+    streams,
+    size,
+    intervalMs,
+    targetRate: (streams / intervalMs) * 1000,
+    seconds,
+    called,
+    committed,
+    failed,
+    lateness: summarize(lateness),
+    latenessFirst: lateIn(measureFrom, measureFrom + fifth),
+    latenessLast: lateIn(end - fifth, end),
+    commit: summarize(commits),
+    loopDelay: { p50: delay.percentile(50) / 1e6, p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 },
+    cpuPerCheckpoint: called > 0 ? (cpu.user + cpu.system) / 1000 / called : NaN,
+    stepShare: called > 0 ? stepMs / ((cpu.user + cpu.system) / 1000) : NaN,
+    rssPerStream: (mem1.rss - mem0.rss) / streams,
+    heapPerStream: (mem1.heapUsed + mem1.arrayBuffers - mem0.heapUsed - mem0.arrayBuffers) / streams,
+    heapOpenPerStream: (memOpen.heapUsed + memOpen.arrayBuffers - mem0.heapUsed - mem0.arrayBuffers) / streams,
+    reopenSeconds,
+  };
+}
+
+/** Runs `f(i)` for i in [0, n), `width` at a time. */
+async function inBatches(n: number, width: number, f: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) await f(next++);
+    }),
+  );
+}

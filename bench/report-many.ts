@@ -1,0 +1,88 @@
+/** The report's section on many streams in one process (bench/many.ts). */
+import type { ManyResult } from './many.js';
+import { bytes, int, ms, pct } from './stats.js';
+
+function table(head: string[], rows: string[][]): string {
+  const align = head.map((_, i) => (i === 0 ? ':--' : '--:'));
+  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+/** Holds: commits keep up with the schedule and lateness does not grow over the window. */
+export function holds(r: ManyResult): boolean {
+  const rate = r.committed / r.seconds;
+  return rate >= 0.98 * r.targetRate && r.latenessLast <= Math.max(50, 2 * r.latenessFirst) && r.failed === 0;
+}
+
+export function manySection(results: ManyResult[]): string[] {
+  if (results.length === 0) return [];
+  const out: string[] = [];
+  out.push('## Many streams in one process');
+  out.push('');
+  out.push(
+    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${bytes(results[0]!.size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called and committed per second; lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end; re-opening all N streams afterwards, 64 at a time. The file store fsyncs every object and its directory.`,
+  );
+  out.push('');
+  const verdicts: string[][] = [];
+  const mem = results.filter((r) => r.store === 'memory');
+  const biggest = Math.max(...results.map((r) => r.streams));
+  for (const r of mem.filter((x) => x.streams === biggest)) {
+    verdicts.push([
+      `${int(r.streams)} streams at a 2 s interval (${int(r.targetRate)}/s) hold on the memory store, \`updates: '${r.mode}'\``,
+      `${int(r.committed / r.seconds)} commits/s; lateness p50 ${ms(r.latenessFirst)} ms in the first fifth, ${ms(r.latenessLast)} ms in the last`,
+      holds(r) ? 'yes' : '**no**',
+    ]);
+  }
+  for (const r of results.filter((x) => x.streams === biggest)) {
+    verdicts.push([
+      `re-open of ${int(r.streams)} streams in seconds (${r.store}, ${r.mode})`,
+      `${ms(r.reopenSeconds * 1000)} ms`,
+      r.reopenSeconds <= 10 ? 'yes' : '**no**',
+    ]);
+  }
+  out.push(table(['target', 'this run', 'met'], verdicts));
+  out.push('');
+  out.push(
+    table(
+      [
+        'store',
+        'mode',
+        'streams',
+        'asked /s',
+        'called /s',
+        'committed /s',
+        'lateness p50 / p99 ms',
+        'lateness first → last fifth',
+        'commit p50 / p99 ms',
+        'loop delay p99 / max ms',
+        'CPU ms per checkpoint (in steps)',
+        'heap per stream, open → end',
+        'RSS per stream',
+        're-open s',
+        'holds',
+      ],
+      results.map((r) => [
+        r.store,
+        r.mode,
+        int(r.streams),
+        int(r.targetRate),
+        int(r.called / r.seconds),
+        int(r.committed / r.seconds),
+        `${ms(r.lateness.p50)} / ${ms(r.lateness.p99)}`,
+        `${ms(r.latenessFirst)} → ${ms(r.latenessLast)}`,
+        `${ms(r.commit.p50)} / ${ms(r.commit.p99)}`,
+        `${ms(r.loopDelay.p99)} / ${ms(r.loopDelay.max)}`,
+        `${r.cpuPerCheckpoint.toFixed(2)} (${pct(r.stepShare)})`,
+        `${bytes(r.heapOpenPerStream)} → ${bytes(r.heapPerStream)}`,
+        bytes(r.rssPerStream),
+        r.reopenSeconds.toFixed(2),
+        holds(r) ? 'yes' : 'no',
+      ]),
+    ),
+  );
+  out.push('');
+  out.push(
+    'On the memory store the stored checkpoints are part of the heap, so its per-stream heap at the end includes every checkpoint written in the run. Where a run does not hold, the engines queue what they cannot commit and the process falls further behind the schedule as the window goes on.',
+  );
+  out.push('');
+  return out;
+}
