@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError } from '../errors.js';
 import { abortedError, assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
+import { createLayout, isShard, readLayout, shardOf, shardPrefix, type Layout } from './layout.js';
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {
@@ -21,7 +22,7 @@ const TEMP_MARK = '#';
 
 /**
  * A store on the local filesystem, the embedded default: one file per object, at
- * `<dir>/<key>`. Creation is atomic and create-if-absent across processes: the body goes to a temp
+ * `<dir>/<key>`, long last segments in shard directories (see layout.ts). Creation is atomic and create-if-absent across processes: the body goes to a temp
  * file, which is fsynced and then hard-linked to its final name (link fails if the name exists),
  * and the directory is fsynced. Needs a filesystem with hard links (any local POSIX filesystem).
  * A key cannot also be the directory of another key (`a` and `a/b`); statefold's keys never are.
@@ -30,6 +31,8 @@ export class FileStore implements Store {
   readonly dir: string;
   readonly #fsync: boolean;
   readonly #knownDirs = new Set<string>();
+  /** The directory's layout once known for good (a marker, or objects without one). */
+  #layout: Layout | undefined;
 
   constructor(options: FileStoreOptions) {
     if (options === null || typeof options !== 'object' || typeof options.dir !== 'string' || options.dir === '') {
@@ -43,7 +46,8 @@ export class FileStore implements Store {
     assertKey('get', key);
     throwIfAborted('get', key, options?.signal);
     try {
-      return await fs.readFile(this.#path(key), options?.signal ? { signal: options.signal } : undefined);
+      const file = this.#path(key, await this.#layoutOf(false));
+      return await fs.readFile(file, options?.signal ? { signal: options.signal } : undefined);
     } catch (err) {
       if (isMissing(err)) return undefined;
       if (options?.signal?.aborted) throw abortedError('get', key, options.signal.reason);
@@ -54,10 +58,11 @@ export class FileStore implements Store {
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     assertKey('putIfAbsent', key);
     throwIfAborted('putIfAbsent', key, options?.signal);
-    const file = this.#path(key);
-    const dir = path.dirname(file);
-    const temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}.tmp`;
+    let temp = '';
     try {
+      const file = this.#path(key, await this.#layoutOf(true));
+      const dir = path.dirname(file);
+      temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}.tmp`;
       const handle = await this.#openTemp(dir, temp);
       try {
         await handle.writeFile(body);
@@ -78,7 +83,7 @@ export class FileStore implements Store {
     } catch (err) {
       throw storageError('putIfAbsent', key, err);
     } finally {
-      await fs.rm(temp, { force: true }).catch(() => undefined);
+      if (temp !== '') await fs.rm(temp, { force: true }).catch(() => undefined);
     }
   }
 
@@ -89,12 +94,12 @@ export class FileStore implements Store {
     const slash = prefix.lastIndexOf('/');
     const dirKey = slash < 0 ? '' : prefix.slice(0, slash);
     const keys: string[] = [];
+    const after = options?.startAfter;
     try {
-      await this.#walk(dirKey, prefix, keys);
+      await this.#walk(dirKey, prefix, keys, after, options?.limit);
     } catch (err) {
       throw storageError('list', prefix, err);
     }
-    const after = options?.startAfter;
     const out = (after === undefined ? keys : keys.filter((k) => k > after)).sort();
     return options?.limit !== undefined && out.length > options.limit ? out.slice(0, options.limit) : out;
   }
@@ -103,8 +108,9 @@ export class FileStore implements Store {
     assertKey('delete', key);
     throwIfAborted('delete', key, options?.signal);
     try {
-      await fs.unlink(this.#path(key));
-      if (this.#fsync) await syncDir(path.dirname(this.#path(key)));
+      const file = this.#path(key, await this.#layoutOf(false));
+      await fs.unlink(file);
+      if (this.#fsync) await syncDir(path.dirname(file));
     } catch (err) {
       if (isMissing(err)) return;
       throw storageError('delete', key, err);
@@ -142,11 +148,32 @@ export class FileStore implements Store {
     return removed;
   }
 
-  #path(key: string): string {
-    return path.join(this.dir, ...key.split('/'));
+  /** The file of `key` (or, without a layout, of a directory key) under this store's directory. */
+  #path(key: string, layout: Layout = 'flat'): string {
+    const segments = key.split('/');
+    const last = segments[segments.length - 1]!;
+    const shard = layout === 'sharded' ? shardOf(last) : undefined;
+    return shard === undefined
+      ? path.join(this.dir, ...segments)
+      : path.join(this.dir, ...segments.slice(0, -1), shard, last);
   }
 
-  async #walk(dirKey: string, prefix: string, out: string[]): Promise<void> {
+  /**
+   * The layout objects are read and written in. An empty store is sharded; its first write records
+   * that (reads do not write: until then they find nothing either way).
+   */
+  async #layoutOf(write: boolean): Promise<Layout> {
+    if (this.#layout !== undefined) return this.#layout;
+    let layout = await readLayout(this.dir);
+    if (layout === undefined) {
+      if (!write) return 'sharded';
+      layout = await createLayout(this.dir, this.#fsync, (d) => this.#ensureDir(d), syncDir);
+    }
+    this.#layout = layout;
+    return layout;
+  }
+
+  async #walk(dirKey: string, prefix: string, out: string[], after?: string, limit?: number): Promise<void> {
     const dir = dirKey === '' ? this.dir : this.#path(dirKey);
     let entries;
     try {
@@ -158,14 +185,56 @@ export class FileStore implements Store {
       if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && dirKey !== '' && (await isDirectory(this.dir))) return;
       throw err;
     }
+    const shards: string[] = [];
     for (const entry of entries) {
       const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`;
       if (entry.isDirectory()) {
+        if (isShard(entry.name)) {
+          shards.push(entry.name);
+          continue;
+        }
         // Descend only where keys below could start with the prefix.
         const asDir = `${key}/`;
-        if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.#walk(key, prefix, out);
+        if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.#walk(key, prefix, out, after, limit);
       } else if (entry.isFile() && key.startsWith(prefix) && isValidKey(key)) {
         out.push(key);
+      }
+    }
+    if (shards.length > 0) await this.#walkShards(dir, dirKey, shards.sort(), prefix, out, after, limit);
+  }
+
+  /**
+   * The keys in a directory's shards, in order: a shard whose keys all sort at or before `after`
+   * is not read, and once `limit` keys after `after` sort before the next shard, the rest are not.
+   */
+  async #walkShards(
+    dir: string,
+    dirKey: string,
+    shards: string[],
+    prefix: string,
+    out: string[],
+    after?: string,
+    limit?: number,
+  ): Promise<void> {
+    for (let i = 0; i < shards.length; i++) {
+      const head = shardPrefix(dirKey, shards[i]!);
+      if (!head.startsWith(prefix) && !prefix.startsWith(head)) continue;
+      if (after !== undefined && head < after && !after.startsWith(head)) continue;
+      let names: string[];
+      try {
+        names = await fs.readdir(path.join(dir, shards[i]!));
+      } catch (err) {
+        if (isMissing(err)) continue;
+        throw err;
+      }
+      for (const name of names) {
+        const key = dirKey === '' ? name : `${dirKey}/${name}`;
+        if (key.startsWith(prefix) && isValidKey(key)) out.push(key);
+      }
+      const next = shards[i + 1];
+      if (limit !== undefined && next !== undefined) {
+        const bound = shardPrefix(dirKey, next);
+        if (out.filter((k) => k < bound && (after === undefined || k > after)).length >= limit) return;
       }
     }
   }

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -28,12 +28,55 @@ describeStoreConformance({
 });
 
 describe('file store: native behaviour', () => {
-  it('stores each key as a file under dir and leaves no temp file behind', async () => {
+  it('stores each key as a file under dir, long last segments in shards, and leaves no temp file behind', async () => {
     const dir = await freshDir();
     const store = new FileStore({ dir });
     await store.putIfAbsent('s/0000000000000001', Uint8Array.of(1));
     await store.putIfAbsent('s/0000000000000001', Uint8Array.of(2));
-    expect(await readdir(path.join(dir, 's'))).toEqual(['0000000000000001']);
+    await store.putIfAbsent('s/short', Uint8Array.of(3));
+    expect((await readdir(dir)).sort()).toEqual(['@layout', 's']);
+    expect((await readdir(path.join(dir, 's'))).sort()).toEqual(['00000000000000@', 'short']);
+    expect(await readdir(path.join(dir, 's', '00000000000000@'))).toEqual(['0000000000000001']);
+    expect(Array.from((await store.get('s/0000000000000001'))!)).toEqual([1]);
+  });
+
+  it('lists from a seq reading only the shards from there on, and pages across shards', async () => {
+    const dir = await freshDir();
+    const store = new FileStore({ dir, fsync: false });
+    const key = (n: number): string => `l/${n.toString(16).padStart(16, '0')}`;
+    for (let n = 0; n < 700; n++) await store.putIfAbsent(key(n), Uint8Array.of(n & 0xff));
+    // 700 seqs take three shards of 256.
+    expect((await readdir(path.join(dir, 'l'))).length).toBe(3);
+    expect(await store.list('l/', { startAfter: key(600), limit: 3 })).toEqual([key(601), key(602), key(603)]);
+    expect(await store.list('l/', { startAfter: key(254), limit: 3 })).toEqual([key(255), key(256), key(257)]);
+    expect(await store.list('l/', { startAfter: key(698) })).toEqual([key(699)]);
+    const all = await store.list('l/');
+    expect(all).toEqual(Array.from({ length: 700 }, (_, n) => key(n)));
+    // A shard that cannot hold a key after startAfter is not read: make it unreadable and list past it.
+    await rm(path.join(dir, 'l', '00000000000000@'), { recursive: true });
+    expect(await store.list('l/', { startAfter: key(300), limit: 2 })).toEqual([key(301), key(302)]);
+  });
+
+  it('keeps reading and writing a directory written before layouts (flat), and never mixes the two', async () => {
+    const dir = await freshDir();
+    // A store from before: objects at <dir>/<key>, no marker.
+    await mkdir(path.join(dir, 's'), { recursive: true });
+    await writeFile(path.join(dir, 's', '0000000000000001'), Uint8Array.of(9));
+    const store = new FileStore({ dir });
+    expect(Array.from((await store.get('s/0000000000000001'))!)).toEqual([9]);
+    expect(await store.putIfAbsent('s/0000000000000001', Uint8Array.of(1))).toBe(false);
+    expect(await store.putIfAbsent('s/0000000000000002', Uint8Array.of(2))).toBe(true);
+    expect((await readdir(path.join(dir, 's'))).sort()).toEqual(['0000000000000001', '0000000000000002']);
+    expect(await readdir(dir)).toEqual(['s']);
+    expect(await store.list('s/', { startAfter: 's/0000000000000001' })).toEqual(['s/0000000000000002']);
+  });
+
+  it('refuses a directory whose marker names a layout it does not know, with STORAGE', async () => {
+    const dir = await freshDir();
+    await writeFile(path.join(dir, '@layout'), 'statefold file layout: something newer 2\n');
+    const store = new FileStore({ dir });
+    await expect(store.putIfAbsent('a/b', Uint8Array.of(1))).rejects.toMatchObject({ code: 'STORAGE' });
+    await expect(store.get('a/b')).rejects.toMatchObject({ code: 'STORAGE' });
   });
 
   it('leaves no temp file behind when a write fails', async () => {
