@@ -6,7 +6,10 @@
  * backlog), commit latency, event-loop delay, memory per stream, and the time to open all N
  * streams again afterwards.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SnapshotEngine, type Store } from 'statefold';
 import type { StoreKind } from './stores.js';
@@ -26,6 +29,7 @@ export interface ManyResult {
   /** Measured window (after the warm-up). */
   seconds: number;
   called: number;
+  /** Commits that resolved in the window, whenever their checkpoint was called. */
   committed: number;
   failed: number;
   /** Lateness of each call against its schedule, ms; and its median in the first and last fifth of the window. */
@@ -46,6 +50,11 @@ export interface ManyResult {
   heapOpenPerStream: number;
   /** Opening all N streams again after closing them, 64 at a time. */
   reopenSeconds: number;
+  /** Checkpoints committed while closing every engine after the window (the backlog drained), and how long that took. */
+  drained: number;
+  drainSeconds: number;
+  /** Checkpoints called (warm-up included) and not settled when the window ended. */
+  backlog: number;
 }
 
 /** Runs the many-streams scenario on one store kind. */
@@ -82,6 +91,10 @@ export async function manyStreamsScenario(
   const commits: number[] = [];
   let called = 0;
   let committed = 0;
+  let drained = 0;
+  let issued = 0;
+  let resolved = 0;
+  let phase: 'warm-up' | 'window' | 'drain' | 'done' = 'warm-up';
   let failed = 0;
   let stepMs = 0;
   const delay = monitorEventLoopDelay({ resolution: 5 });
@@ -97,6 +110,7 @@ export async function manyStreamsScenario(
     if (now >= end) break;
     if (!measuring && now >= measureFrom) {
       measuring = true;
+      phase = 'window';
       cpu0 = process.cpuUsage();
       stepMs = 0;
       delay.enable();
@@ -109,33 +123,43 @@ export async function manyStreamsScenario(
       const state = agents[i]!.step();
       const t1 = performance.now();
       const p = engines[i]!.checkpoint(state);
-      if (!measuring) {
-        p.catch(() => undefined);
-        continue;
-      }
+      const inWindow = measuring;
+      issued++;
+      // Commits are counted when they resolve: in the window whenever they were called, then in the drain.
+      p.then(
+        () => {
+          resolved++;
+          if (phase === 'window') committed++;
+          else if (phase === 'drain') drained++;
+          if (inWindow) commits.push(performance.now() - t1);
+        },
+        () => {
+          resolved++;
+          if (inWindow) failed++;
+        },
+      );
+      if (!inWindow) continue;
       stepMs += t1 - t0;
       called++;
       lateness.push(late);
       latenessAt.push(t0);
-      p.then(
-        () => {
-          committed++;
-          commits.push(performance.now() - t1);
-        },
-        () => failed++,
-      );
     }
     // Let commits, timers and I/O run between rounds, as any server's event loop would.
     await sleep(1);
   }
   delay.disable();
+  phase = 'drain';
   const cpu = process.cpuUsage(cpu0);
   const seconds = windowMs / 1000;
   const mem1 = process.memoryUsage();
   progress.note(
     `${kind.name} ${mode}: ${(called / seconds).toFixed(0)} calls/s, ${(committed / seconds).toFixed(0)} commits/s in the window (target ${((streams / intervalMs) * 1000).toFixed(0)}/s)`,
   );
+  const backlog = issued - resolved;
+  const d0 = performance.now();
   await Promise.all(engines.map((e) => e.close().catch(() => undefined)));
+  const drainSeconds = (performance.now() - d0) / 1000;
+  phase = 'done';
   engines.length = 0;
   const t0 = performance.now();
   await inBatches(streams, 64, async (i) => {
@@ -168,6 +192,9 @@ export async function manyStreamsScenario(
     heapPerStream: (mem1.heapUsed + mem1.arrayBuffers - mem0.heapUsed - mem0.arrayBuffers) / streams,
     heapOpenPerStream: (memOpen.heapUsed + memOpen.arrayBuffers - mem0.heapUsed - mem0.arrayBuffers) / streams,
     reopenSeconds,
+    drained,
+    drainSeconds,
+    backlog,
   };
 }
 
@@ -179,4 +206,34 @@ async function inBatches(n: number, width: number, f: (i: number) => Promise<voi
       while (next < n) await f(next++);
     }),
   );
+}
+
+/** Runs the scenario in a child process (many-child.ts) and resolves its result; its progress goes to stderr. */
+export async function manyStreamsInChild(args: {
+  store: 'memory' | 'file';
+  mode: 'copy' | 'immutable';
+  workload: WorkloadName;
+  streams: number;
+  size: number;
+  intervalMs: number;
+  warmupMs: number;
+  windowMs: number;
+  seed: number;
+}): Promise<ManyResult> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--expose-gc',
+      '--import',
+      'tsx',
+      fileURLToPath(new URL('./many-child.ts', import.meta.url)),
+      JSON.stringify(args),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0) throw new Error(`many streams (${args.store}, ${args.mode}): child exited ${code}`);
+  return JSON.parse(out.trim().split('\n').pop()!) as ManyResult;
 }

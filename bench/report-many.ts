@@ -10,7 +10,12 @@ function table(head: string[], rows: string[][]): string {
 /** Holds: commits keep up with the schedule and lateness does not grow over the window. */
 export function holds(r: ManyResult): boolean {
   const rate = r.committed / r.seconds;
-  return rate >= 0.98 * r.targetRate && r.latenessLast <= Math.max(50, 2 * r.latenessFirst) && r.failed === 0;
+  return (
+    rate >= 0.98 * r.targetRate &&
+    r.latenessLast <= Math.max(50, 2 * r.latenessFirst) &&
+    r.failed === 0 &&
+    r.backlog <= r.targetRate
+  );
 }
 
 export function manySection(results: ManyResult[]): string[] {
@@ -19,7 +24,7 @@ export function manySection(results: ManyResult[]): string[] {
   out.push('## Many streams in one process');
   out.push('');
   out.push(
-    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${bytes(results[0]!.size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called and committed per second; lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end; re-opening all N streams afterwards, 64 at a time. The file store fsyncs every object and its directory.`,
+    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${bytes(results[0]!.size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end; re-opening all N streams afterwards, 64 at a time. The file store fsyncs every object and its directory.`,
   );
   out.push('');
   const verdicts: string[][] = [];
@@ -28,7 +33,7 @@ export function manySection(results: ManyResult[]): string[] {
   for (const r of mem.filter((x) => x.streams === biggest)) {
     verdicts.push([
       `${int(r.streams)} streams at a 2 s interval (${int(r.targetRate)}/s) hold on the memory store, \`updates: '${r.mode}'\``,
-      `${int(r.committed / r.seconds)} commits/s; lateness p50 ${ms(r.latenessFirst)} ms in the first fifth, ${ms(r.latenessLast)} ms in the last`,
+      `${int(r.committed / r.seconds)} commits/s, backlog ${int(r.backlog)} at the end; lateness p50 ${ms(r.latenessFirst)} ms in the first fifth, ${ms(r.latenessLast)} ms in the last`,
       holds(r) ? 'yes' : '**no**',
     ]);
   }
@@ -57,6 +62,8 @@ export function manySection(results: ManyResult[]): string[] {
         'CPU ms per checkpoint (in steps)',
         'heap per stream, open → end',
         'RSS per stream',
+        'backlog at the end',
+        'drain on close /s',
         're-open s',
         'holds',
       ],
@@ -74,6 +81,8 @@ export function manySection(results: ManyResult[]): string[] {
         `${r.cpuPerCheckpoint.toFixed(2)} (${pct(r.stepShare)})`,
         `${bytes(r.heapOpenPerStream)} → ${bytes(r.heapPerStream)}`,
         bytes(r.rssPerStream),
+        int(r.backlog ?? NaN),
+        r.drainSeconds ? int((r.drained ?? 0) / r.drainSeconds) : '–',
         r.reopenSeconds.toFixed(2),
         holds(r) ? 'yes' : 'no',
       ]),

@@ -25,7 +25,7 @@ import {
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { historyScenario } from './history.js';
-import { manyStreamsScenario } from './many.js';
+import { manyStreamsInChild } from './many.js';
 import { memoryScenario } from './memory.js';
 import { SHORT, type StrategyId } from './strategies.js';
 import type { WorkloadName } from './workload.js';
@@ -387,20 +387,18 @@ async function main(): Promise<void> {
     for (const { store, mode, windowMs } of plan.many.runs) {
       const m = plan.many;
       progress.begin(`many streams: ${m.streams} engines, ${m.size / K} KB each, every 2 s, ${store} store, ${mode}`);
-      const kind = store === 'memory' ? kinds.find((k) => k.name === 'memory')! : fileKind;
       results.many = (results.many ?? []).concat(
-        await manyStreamsScenario(
-          kind,
+        await manyStreamsInChild({
+          store,
           mode,
-          headline,
-          m.streams,
-          m.size,
-          2000,
-          m.warmupMs,
-          m.windowMs,
+          workload: headline,
+          streams: m.streams,
+          size: m.size,
+          intervalMs: 2000,
+          warmupMs: m.warmupMs,
+          windowMs: windowMs ?? m.windowMs,
           seed,
-          progress,
-        ),
+        }),
       );
     }
   } finally {
