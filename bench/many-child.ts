@@ -3,24 +3,11 @@
  * heap, as a process serving 10,000 streams would, not after every other scenario of the bench.
  * Arguments: one JSON object; prints the ManyResult as JSON on stdout (progress on stderr).
  */
-import { manyStreamsScenario } from './many.js';
+import { manyStreamsScenario, type ManyArgs } from './many.js';
 import { Progress } from './stats.js';
 import { fileStores, memoryStores } from './stores.js';
-import type { WorkloadName } from './workload.js';
 
-interface Args {
-  store: 'memory' | 'file';
-  mode: 'copy' | 'immutable';
-  workload: WorkloadName;
-  streams: number;
-  size: number;
-  intervalMs: number;
-  warmupMs: number;
-  windowMs: number;
-  seed: number;
-}
-
-const args = JSON.parse(process.argv[2] ?? '') as Args;
+const args = JSON.parse(process.argv[2] ?? '') as ManyArgs;
 const kind = args.store === 'memory' ? memoryStores() : fileStores();
 try {
   const result = await manyStreamsScenario(

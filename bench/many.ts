@@ -208,8 +208,8 @@ async function inBatches(n: number, width: number, f: (i: number) => Promise<voi
   );
 }
 
-/** Runs the scenario in a child process (many-child.ts) and resolves its result; its progress goes to stderr. */
-export async function manyStreamsInChild(args: {
+/** What a child run of the scenario is given. */
+export interface ManyArgs {
   store: 'memory' | 'file';
   mode: 'copy' | 'immutable';
   workload: WorkloadName;
@@ -219,7 +219,10 @@ export async function manyStreamsInChild(args: {
   warmupMs: number;
   windowMs: number;
   seed: number;
-}): Promise<ManyResult> {
+}
+
+/** Runs the scenario in a child process (many-child.ts) and resolves its result; its progress goes to stderr. */
+export async function manyStreamsInChild(args: ManyArgs): Promise<ManyResult> {
   const child = spawn(
     process.execPath,
     [
