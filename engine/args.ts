@@ -4,7 +4,8 @@
  */
 import type { Store } from '../storage-adapters/store.js';
 import { StatefoldError } from './errors.js';
-import { DEFAULT_LIMITS, type FrameLimits } from './format/frame.js';
+import { DEFAULT_LIMITS, type FrameLimits, type FrameReading } from './format/frame.js';
+import { Keyring, type Encryption } from './format/keyring.js';
 
 /** Throws INVALID_ARGUMENT unless `seq` is a positive safe integer. */
 export function assertSeq(seq: unknown, stream: string): asserts seq is number {
@@ -58,4 +59,11 @@ export function limitsOf(maxPayloadBytes: number | undefined): FrameLimits {
     );
   }
   return { maxPayloadBytes };
+}
+
+/** How a read call reads frames: its maxPayloadBytes and, for an encrypted stream, its keys. */
+export function readingOf(options: { maxPayloadBytes?: number; encryption?: Encryption }, op: string): FrameReading {
+  const limits = limitsOf(options.maxPayloadBytes);
+  const keyring = Keyring.of(options.encryption, op);
+  return keyring === undefined ? limits : { ...limits, keyring };
 }

@@ -10,8 +10,8 @@
  *   effect(token, fn)  the effect runner (effects/runner.ts): intent -> fn -> outcome
  */
 import type { Store } from '../storage-adapters/store.js';
-import { captureValue, createCapturer, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
-import { EMPTY_LEDGER, type EffectRecord, type Ledger } from './effects/ledger.js';
+import { captureValue, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
+import type { EffectRecord } from './effects/ledger.js';
 import { EffectRunner, type EffectOptions } from './effects/runner.js';
 import { StatefoldError, isStatefoldError } from './errors.js';
 import { decodeValue, encodeValue } from './format/values.js';
@@ -22,11 +22,11 @@ import {
   type ResolvedEngineOptions,
 } from './options.js';
 import type { ResolvedPolicy } from './policy.js';
-import { readChain } from './restore/chain.js';
 import type { GcReport, Retention } from './retention.js';
 import { claimStream, type Claim } from './writer/claim.js';
 import { SlotWriter } from './writer/commit.js';
-import { CommitQueue, EMPTY_HEAD, type CheckpointInfo, type Head } from './writer/queue.js';
+import { resume, type Opened } from './writer/resume.js';
+import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
 
@@ -53,12 +53,7 @@ export class SnapshotEngine<S = unknown> {
   /** Meta of the last capture, repeated by the checkpoints that only record effects. */
   #lastMeta: Uint8Array | undefined;
 
-  private constructor(
-    options: ResolvedEngineOptions,
-    userStore: Store,
-    claim: Claim,
-    opened: { head: Head; capturer: Capturer; ledger: Ledger },
-  ) {
+  private constructor(options: ResolvedEngineOptions, userStore: Store, claim: Claim, opened: Opened) {
     const { store, keys, policy, limits } = options;
     this.store = userStore;
     this.stream = keys.stream;
@@ -71,7 +66,18 @@ export class SnapshotEngine<S = unknown> {
     const identity = { epoch: claim.epoch, writer: claim.writer };
     const writer = new SlotWriter(store, keys, identity, limits);
     const onBase = (seq: number): void => this.#afterBase.committed(seq);
-    this.#queue = new CommitQueue(keys, identity, policy, opened.capturer, writer, onBase, opened.head, claim.nextKey);
+    this.#queue = new CommitQueue(
+      keys,
+      identity,
+      policy,
+      opened.capturer,
+      writer,
+      onBase,
+      opened.head,
+      claim.nextKey,
+      opened.sealing,
+      opened.needBase,
+    );
     this.#trigger = new StepTrigger(policy);
     const host = {
       stream: this.stream,
@@ -89,27 +95,10 @@ export class SnapshotEngine<S = unknown> {
   static async open<S = unknown>(options: EngineOptions): Promise<SnapshotEngine<S>> {
     const resolved = resolveEngineOptions(options);
     const { store, limits } = resolved;
+    // The key new checkpoints are sealed with, fetched before the claim: a missing key fences no one.
+    const sealing = await limits.keyring?.sealing(resolved.keys.stream);
     const claim = await claimStream(store, resolved.keys, limits);
-    const capturer = createCapturer(resolved.updates);
-    if (claim.view.slots.length === 0)
-      return new SnapshotEngine<S>(resolved, options.store, claim, {
-        head: EMPTY_HEAD,
-        capturer,
-        ledger: EMPTY_LEDGER,
-      });
-    const chain = await readChain<unknown>(store, claim.view, undefined, limits);
-    capturer.seed(chain.restored.state);
-    const { crc, baseSeq, baseBytes, deltaBytes } = chain;
-    const head: Head = {
-      seq: chain.restored.seq,
-      crc,
-      state: capturer.state,
-      meta: chain.metaBytes,
-      baseSeq,
-      baseBytes,
-      deltaBytes,
-    };
-    return new SnapshotEngine<S>(resolved, options.store, claim, { head, capturer, ledger: chain.ledger });
+    return new SnapshotEngine<S>(resolved, options.store, claim, await resume(resolved, claim, sealing));
   }
 
   /**

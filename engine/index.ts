@@ -13,6 +13,7 @@ export type {
 } from './restore/index.js';
 export type { Policy, ResolvedPolicy } from './policy.js';
 export type { FrameLimits } from './format/frame.js';
+export type { Encryption, KeyProvider } from './format/keyring.js';
 export { gc } from './retention.js';
 export type { Retention, GcReport, GcOptions } from './retention.js';
 export { DEFAULT_POLICY } from './policy.js';

@@ -1,10 +1,11 @@
 /** The options of `SnapshotEngine.open` and `checkpoint`, and their checks (INVALID_ARGUMENT before any store is touched). */
 import type { Store } from '../storage-adapters/store.js';
-import { assertStore, limitsOf } from './args.js';
+import { assertStore, readingOf } from './args.js';
 import type { UpdateMode } from './capture/index.js';
 import { resolveEffectRetention, type EffectRetention, type PendingPolicy } from './effects/ledger.js';
 import { StatefoldError } from './errors.js';
-import type { FrameLimits } from './format/frame.js';
+import type { FrameReading } from './format/frame.js';
+import type { Encryption } from './format/keyring.js';
 import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
@@ -42,6 +43,13 @@ export interface EngineOptions {
    * a store whose call never settles; S3Store also times out each try after its requestTimeoutMs).
    */
   storeTimeoutMs?: number;
+  /**
+   * Encrypts every checkpoint (AES-256-GCM) with the key `current` names; older checkpoints
+   * decrypt with the key their frame names, so keys can rotate. Off by default. An encrypted
+   * stream must be opened, restored and listed with its keys (else KEY_UNAVAILABLE), and every
+   * checkpoint in it must be sealed (a plaintext one is CORRUPT). See README, Encryption.
+   */
+  encryption?: Encryption;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -57,7 +65,8 @@ export interface ResolvedEngineOptions {
   keys: StreamKeys;
   policy: ResolvedPolicy;
   updates: UpdateMode;
-  limits: FrameLimits;
+  /** Limits, and the keyring of an encrypted stream. */
+  limits: FrameReading;
   retention: Retention | undefined;
   onPendingEffect: PendingPolicy;
   effectRetention: Required<EffectRetention>;
@@ -79,7 +88,7 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
       { stream: keys.stream },
     );
   }
-  const limits = limitsOf(options.maxPayloadBytes);
+  const limits = readingOf(options, 'SnapshotEngine.open');
   if (options.retention !== undefined) resolveRetention(options.retention);
   const effectRetention = resolveEffectRetention(options.effectRetention);
   const onPendingEffect = options.onPendingEffect ?? 'throw';

@@ -12,8 +12,10 @@ export type ErrorCode =
   | 'INVALID_ARGUMENT'
   /** The stream, checkpoint or key does not exist (or was removed by retention). */
   | 'NOT_FOUND'
-  /** A stored object failed verification: checksum, length, identity or chain. */
+  /** A stored object failed verification: checksum, length, identity, chain, or (encrypted streams) authentication. */
   | 'CORRUPT'
+  /** An encrypted frame's key (named in the message) is not available: no `encryption` given, or its keys lack that id. */
+  | 'KEY_UNAVAILABLE'
   /** Another engine has opened the stream since this one did; this engine may not commit. */
   | 'FENCED'
   /** The store failed (I/O error, network, throttling) after its retries, or answered something that is not what a Store answers. */

@@ -4,30 +4,44 @@
  *
  *   offset size  field
  *   0      4     magic "SFLD"
- *   4      1     format version: 1, or 2 for a delta with append operations (see ops.ts)
+ *   4      1     format version: 1; 2 for a delta with append operations (see ops.ts); 3 for a
+ *                sealed (encrypted) base or delta, which may hold appends
  *   5      1     kind: 1 base, 2 delta, 3 fence
  *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
- *   7      1     flags (0)
+ *   7      1     flags: 0, or in version 3 1 (sealed)
  *   8      4     header length H (u32 LE)
- *   12     4     payload length P, as stored (u32 LE)
+ *   12     4     body length P, as stored (u32 LE)
  *   16     4     payload length uncompressed (u32 LE)
  *   20     H     header: msgpack map, one-letter keys (see header.ts): stream, seq, epoch,
- *                writer, createdAt, baseSeq, parent, meta, ledger
- *   20+H   P     payload: msgpack of the base state or of the delta's operations
+ *                writer, createdAt, baseSeq, parent, meta, ledger, filler, keyId
+ *   20+H   P     body: the payload, msgpack of the base state or of the delta's operations,
+ *                compressed; sealed: see below
  *   20+H+P 4     CRC-32 of every byte before it (u32 LE)
+ *
+ * A sealed frame's header holds no meta or ledger (the caller's data) but the id of its key, and
+ * its body is AES-256-GCM (assemble.ts):
+ *
+ *   12 nonce (random) | ciphertext of [u32 LE length S | S bytes: msgpack map of meta and ledger |
+ *   the compressed payload] | 16 tag
+ *
+ * with every byte before the body (fixed fields and header: stream, seq, kind, key id...) as
+ * associated data, so an object moved to another stream or seq, edited, or replaced by a
+ * plaintext frame is CORRUPT. The CRC still covers the whole frame: accidental damage is told
+ * apart from a failed authentication.
  */
 import { crc32 } from 'node:zlib';
 import { StatefoldError } from '../errors.js';
-import { FIXED, MAGIC, TRAILER, assembleFrame } from './assemble.js';
+import { FIXED, FLAG_SEALED, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
 import { COMPRESSIONS, asBuffer } from './compression.js';
-import { fromStoredHeader, toStoredHeader, type FrameHeader } from './header.js';
+import { addSecretHeader, fromStoredHeader, toSealedHeaders, toStoredHeader, type FrameHeader } from './header.js';
+import { unavailable, type Keyring, type SealingKey } from './keyring.js';
 import { decodeValue, encodeValue } from './values.js';
 
 export type { FrameHeader } from './header.js';
 
 export { MAGIC } from './assemble.js';
 /** The newest format version this statefold writes and reads; it reads every version from 1. */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 /** What a frame holds: a full state, the operations since the previous seq, or a writer's claim. */
 export type FrameKind = 'base' | 'delta' | 'fence';
@@ -37,7 +51,7 @@ const CODE_KIND: Record<number, FrameKind> = { 1: 'base', 2: 'delta', 3: 'fence'
 /** A frame read back and verified. */
 export interface Frame {
   kind: FrameKind;
-  /** The format version it was written in (2: a delta that may hold append operations). */
+  /** The format version it was written in (2: a delta that may hold append operations; 3: sealed). */
   version: number;
   header: FrameHeader;
   /** CRC-32 stored in its trailer (a delta's `parent` names it). */
@@ -48,8 +62,15 @@ export interface Frame {
   compression: number;
   /** Length of the payload uncompressed. */
   rawLength: number;
-  /** The payload as stored (compressed or not); decode with decodePayload. */
+  /** The payload as stored (compressed or not); decode with decodePayload. A locked frame: its sealed body. */
   payload: Uint8Array;
+  /** A sealed frame: the id of its key. */
+  keyId?: string;
+  /**
+   * A sealed frame not opened (read without its key): its header lacks meta and ledger and its
+   * payload is ciphertext, so decodePayload, decodeMeta and secretsOf refuse it KEY_UNAVAILABLE.
+   */
+  locked?: { aad: Uint8Array };
 }
 
 /** Limits applied to every frame read. */
@@ -58,18 +79,39 @@ export interface FrameLimits {
   maxPayloadBytes: number;
 }
 
+/** How frames are read: the limits, and the keys of an encrypted stream (then every checkpoint must be sealed). */
+export interface FrameReading extends FrameLimits {
+  keyring?: Keyring | undefined;
+}
+
 /** Default limit: 1 GiB of uncompressed state per frame. */
 export const DEFAULT_LIMITS: FrameLimits = { maxPayloadBytes: 1 << 30 };
 
-/** Builds a frame: header, payload compressed (WRITE_COMPRESSION) when that makes it smaller, checksum. */
-export function encodeFrame(kind: FrameKind, header: FrameHeader, raw: Uint8Array, version: 1 | 2 = 1): Uint8Array {
+/**
+ * Builds a frame: header, payload compressed (WRITE_COMPRESSION) when that makes it smaller,
+ * sealed with `sealing` when given (format version 3), checksum.
+ */
+export function encodeFrame(
+  kind: FrameKind,
+  header: FrameHeader,
+  raw: Uint8Array,
+  version: 1 | 2 = 1,
+  sealing?: SealingKey,
+): Uint8Array {
   checkFrameSize(header, raw);
-  return assembleFrame(KIND_CODE[kind], version, encodeHeader(header), raw);
+  const { head, seal } = encodeHeader(header, sealing);
+  return assembleFrame(KIND_CODE[kind], sealing ? 3 : version, head, raw, seal);
 }
 
-/** The stored form of a frame header. */
-export function encodeHeader(header: FrameHeader): Uint8Array {
-  return encodeValue(toStoredHeader(header));
+/** The stored form of a frame header: one map, or for a sealed frame the readable map and the secret one. */
+export function encodeHeader(
+  header: FrameHeader,
+  sealing?: SealingKey,
+): { head: Uint8Array; seal?: { key: Uint8Array; secret: Uint8Array } } {
+  if (sealing === undefined) return { head: encodeValue(toStoredHeader(header)) };
+  const { open, secret } = toSealedHeaders({ ...header, keyId: sealing.id });
+  const secretBytes = Object.keys(secret).length === 0 ? new Uint8Array(0) : encodeValue(secret);
+  return { head: encodeValue(open), seal: { key: sealing.key, secret: secretBytes } };
 }
 
 /** The numeric code stored for a frame kind. */
@@ -100,7 +142,7 @@ export interface FrameOrigin {
  * Verifies and parses a stored frame: length, magic, version, checksum, lengths, and that it
  * belongs to the stream and seq its key names. Anything wrong is CORRUPT, with stream, seq and key.
  */
-export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: FrameLimits = DEFAULT_LIMITS): Frame {
+export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: FrameReading = DEFAULT_LIMITS): Frame {
   const fail = (why: string): never => {
     throw new StatefoldError(
       'CORRUPT',
@@ -131,8 +173,13 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   if (kind === undefined) fail(`unknown frame kind ${buf[5]}`);
   const compression = COMPRESSIONS.get(buf[6]!);
   if (compression === undefined) fail(`unknown compression ${buf[6]}`);
+  const flags = buf[7]!;
+  const sealed = flags === FLAG_SEALED;
+  if (flags !== (version === 3 ? FLAG_SEALED : 0)) fail(`flags ${flags} are not valid in format version ${version}`);
   // Bounded reads: never allocate what a header claims beyond what the compression could expand to or the limit.
-  const lengths = compression!.checkLengths(payloadLength, rawLength);
+  // (A sealed body holds more than the payload: its lengths are checked exactly once it is opened.)
+  if (sealed && payloadLength < SEAL_OVERHEAD) fail(`sealed body of ${payloadLength} bytes is too short`);
+  const lengths = sealed ? undefined : compression!.checkLengths(payloadLength, rawLength);
   if (lengths !== undefined) fail(lengths);
   if (rawLength > limits.maxPayloadBytes)
     fail(`payload of ${rawLength} bytes exceeds the limit of ${limits.maxPayloadBytes}`);
@@ -163,7 +210,17 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
     fail('delta frame without a valid base and parent');
   if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
   if (version === 2 && kind !== 'delta') fail(`a ${kind} frame in format version 2, which only deltas use`);
-  return {
+  if (version === 3 && kind === 'fence') fail('a sealed fence (fences are never sealed)');
+  if (sealed && (typeof header.keyId !== 'string' || header.meta !== undefined || header.ledger !== undefined))
+    fail('sealed frame whose header has no key id, or holds meta or ledger in the clear');
+  if (!sealed && header.keyId !== undefined) fail('a key id in a frame that is not sealed');
+  // An encrypted stream is sealed throughout: a plaintext checkpoint there is forged (or from before encryption).
+  if (!sealed && limits.keyring !== undefined && kind !== 'fence')
+    fail(
+      'a plaintext checkpoint in a stream read with encryption (forged, or written before encryption was turned on)',
+    );
+  const payload = buf.subarray(FIXED + headLength, FIXED + headLength + payloadLength);
+  const frame: Frame = {
     kind: kind!,
     version,
     header,
@@ -171,12 +228,63 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
     bytes: buf.byteLength,
     compression: compression!.id,
     rawLength,
-    payload: buf.subarray(FIXED + headLength, FIXED + headLength + payloadLength),
+    payload,
   };
+  if (sealed) {
+    frame.keyId = header.keyId!;
+    frame.locked = { aad: buf.subarray(0, FIXED + headLength) };
+  }
+  return frame;
+}
+
+/**
+ * Opens a locked frame with its key: authenticates and decrypts its body, adds meta and ledger to
+ * its header and sets its payload. CORRUPT when authentication fails (wrong key, or altered bytes).
+ */
+export function unsealFrame(frame: Frame, key: Uint8Array, origin: FrameOrigin, limits: FrameLimits): void {
+  if (frame.locked === undefined) return;
+  const fail = (why: string, cause?: unknown): never => {
+    throw new StatefoldError(
+      'CORRUPT',
+      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): ${why}`,
+      { stream: origin.stream, seq: origin.seq, key: origin.key, cause },
+    );
+  };
+  let opened: { secret: Uint8Array; payload: Uint8Array };
+  try {
+    opened = openBody(frame.payload, frame.locked.aad, key);
+  } catch (err) {
+    return fail(
+      `authentication failed with key ${JSON.stringify(frame.keyId)}: a wrong key, or the object was altered or moved`,
+      err,
+    );
+  }
+  const compression = COMPRESSIONS.get(frame.compression)!;
+  const lengths = compression.checkLengths(opened.payload.byteLength, frame.rawLength);
+  if (lengths !== undefined) fail(lengths);
+  if (frame.rawLength > limits.maxPayloadBytes)
+    fail(`payload of ${frame.rawLength} bytes exceeds the limit of ${limits.maxPayloadBytes}`);
+  try {
+    if (opened.secret.byteLength > 0) addSecretHeader(frame.header, decodeValue(opened.secret));
+  } catch (err) {
+    fail(`unreadable sealed header: ${(err as Error).message}`, err);
+  }
+  frame.payload = opened.payload;
+  delete frame.locked;
+}
+
+/** KEY_UNAVAILABLE unless `frame` is open: its meta, ledger and payload are there to read. */
+export function assertUnlocked(frame: Frame, origin: FrameOrigin): void {
+  if (frame.locked === undefined) return;
+  throw unavailable(frame.keyId!, origin.stream, 'the stream is encrypted and was read without `encryption`', {
+    seq: origin.seq,
+    key: origin.key,
+  });
 }
 
 /** Decompresses and decodes a verified frame's payload. */
 export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
+  assertUnlocked(frame, origin);
   try {
     const compression = COMPRESSIONS.get(frame.compression)!;
     return decodeValue(compression.decompress(frame.payload, frame.rawLength));
@@ -196,6 +304,7 @@ export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
 
 /** Decodes a frame header's meta (undefined when none was stored). */
 export function decodeMeta(frame: Frame, origin: FrameOrigin): unknown {
+  assertUnlocked(frame, origin);
   if (frame.header.meta === undefined) return undefined;
   try {
     return decodeValue(frame.header.meta);

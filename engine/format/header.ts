@@ -26,6 +26,8 @@ export interface FrameHeader {
   ledger?: LedgerEntry[];
   /** A filler: a delta with no operations written by a claim to close a slot the old writer never committed. */
   filler?: boolean;
+  /** Sealed frames: the id of the key they are encrypted with. */
+  keyId?: string;
 }
 
 /** A ledger change as stored in a frame header: [token, record], or [token, null] when dropped. */
@@ -52,7 +54,11 @@ const STORED_NAMES: [keyof FrameHeader, string][] = [
   ['meta', 'm'],
   ['ledger', 'x'],
   ['filler', 'f'],
+  ['keyId', 'k'],
 ];
+
+/** The fields a sealed frame keeps in its ciphertext: the caller's data. The rest stays readable without the key. */
+const SECRET_NAMES = new Set<keyof FrameHeader>(['meta', 'ledger']);
 
 /** The header as the map that is stored. */
 export function toStoredHeader(h: FrameHeader): Record<string, unknown> {
@@ -61,11 +67,37 @@ export function toStoredHeader(h: FrameHeader): Record<string, unknown> {
   return out;
 }
 
+/** A sealed frame's header as two stored maps: what stays readable, and the secret fields (meta, ledger). */
+export function toSealedHeaders(h: FrameHeader): { open: Record<string, unknown>; secret: Record<string, unknown> } {
+  const open: Record<string, unknown> = {};
+  const secret: Record<string, unknown> = {};
+  for (const [name, short] of STORED_NAMES) {
+    if (h[name] !== undefined) (SECRET_NAMES.has(name) ? secret : open)[short] = h[name];
+  }
+  return { open, secret };
+}
+
 /** The header from its stored map; throws when it is not a map (fields are checked by decodeFrame). */
 export function fromStoredHeader(raw: unknown): FrameHeader {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('header is not a map');
-  const stored = raw as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const [name, short] of STORED_NAMES) if (stored[short] !== undefined) out[name] = stored[short];
+  for (const [name, short] of STORED_NAMES) {
+    const value = storedMap(raw)[short];
+    if (value !== undefined) out[name] = value;
+  }
   return out as unknown as FrameHeader;
+}
+
+/** Adds a sealed frame's secret fields, once opened, to its header; throws when they are not a map of those fields. */
+export function addSecretHeader(header: FrameHeader, raw: unknown): void {
+  const stored = storedMap(raw);
+  for (const [name, short] of STORED_NAMES) {
+    if (stored[short] === undefined) continue;
+    if (!SECRET_NAMES.has(name)) throw new Error(`secret header holds ${name}, which is not secret`);
+    (header as unknown as Record<string, unknown>)[name] = stored[short];
+  }
+}
+
+function storedMap(raw: unknown): Record<string, unknown> {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('header is not a map');
+  return raw as Record<string, unknown>;
 }

@@ -6,10 +6,11 @@
  * instead: the bytes are the same either way, so where a frame was built never changes what is stored.
  */
 import { Worker } from 'node:worker_threads';
-import { assembleFrame } from './assemble.js';
+import { assembleFrame, type Seal } from './assemble.js';
 import { checkFrameSize, encodeHeader, kindCode, type FrameHeader, type FrameKind } from './frame.js';
 import type { FrameJob, FrameReply } from './frame-worker.js';
 import { encodeValueInSlices } from './sliced.js';
+import type { SealingKey } from './keyring.js';
 import type { LeafResolver } from './values.js';
 
 /** Payloads at least this large go to the worker; smaller ones cost less to build than to hand over. */
@@ -27,14 +28,20 @@ class FrameWorker {
   readonly #pending = new Map<number, Pending>();
 
   /** Builds the frame on the worker; falls back to this thread when the worker is unavailable. */
-  async assemble(kind: number, version: number, head: Uint8Array, raw: Uint8Array): Promise<Uint8Array> {
+  async assemble(
+    kind: number,
+    version: number,
+    head: Uint8Array,
+    raw: Uint8Array,
+    seal: Seal | undefined,
+  ): Promise<Uint8Array> {
     const worker = this.#start();
-    if (worker === undefined) return assembleFrame(kind, version, head, raw);
+    if (worker === undefined) return assembleFrame(kind, version, head, raw, seal);
     const id = this.#nextId++;
     // The payload is copied into a buffer of its own and transferred (not cloned): the caller keeps its bytes.
     const own = new Uint8Array(raw.byteLength);
     own.set(raw);
-    const job: FrameJob = { id, kind, version, head, raw: own };
+    const job: FrameJob = { id, kind, version, head, raw: own, ...(seal !== undefined && { seal }) };
     const frame = new Promise<Uint8Array>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
     if (this.#pending.size === 1) worker.ref();
     worker.postMessage(job, [own.buffer]);
@@ -42,7 +49,7 @@ class FrameWorker {
       return await frame;
     } catch {
       // The worker failed this job or died: build it here (from the caller's bytes, which were not transferred).
-      return assembleFrame(kind, version, head, raw);
+      return assembleFrame(kind, version, head, raw, seal);
     }
   }
 
@@ -90,20 +97,26 @@ export function assembleFrameAsync(
   version: number,
   head: Uint8Array,
   raw: Uint8Array,
+  seal?: Seal,
 ): Promise<Uint8Array> {
-  if (raw.byteLength < OFFLOAD_MIN_BYTES) return Promise.resolve(assembleFrame(kind, version, head, raw));
-  return shared.assemble(kind, version, head, raw);
+  if (raw.byteLength < OFFLOAD_MIN_BYTES) return Promise.resolve(assembleFrame(kind, version, head, raw, seal));
+  return shared.assemble(kind, version, head, raw, seal);
 }
 
-/** Encodes a frame as encodeFrame does, with its payload in slices and a large payload's frame built on the worker. */
+/**
+ * Encodes a frame as encodeFrame does (sealed with `sealing` when given), with its payload in
+ * slices and a large payload's frame built, and sealed, on the worker.
+ */
 export async function encodeFrameOffThread(
   kind: FrameKind,
   header: FrameHeader,
   payload: unknown,
   resolve: LeafResolver | undefined,
   version: 1 | 2 = 1,
+  sealing?: SealingKey,
 ): Promise<Uint8Array> {
   const raw = await encodeValueInSlices(payload, resolve);
   checkFrameSize(header, raw);
-  return assembleFrameAsync(kindCode(kind), version, encodeHeader(header), raw);
+  const { head, seal } = encodeHeader(header, sealing);
+  return assembleFrameAsync(kindCode(kind), sealing ? 3 : version, head, raw, seal);
 }

@@ -4,7 +4,7 @@
  * reading the tail frame is enough to tell.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import type { Frame, FrameLimits } from '../format/frame.js';
+import type { Frame, FrameReading } from '../format/frame.js';
 import type { LogListing, Slot } from './listing.js';
 import { tailKey } from './listing.js';
 import { readFrame } from './read.js';
@@ -30,7 +30,7 @@ export interface CommittedView {
 export async function committedView(
   store: Store,
   log: LogListing,
-  limits: FrameLimits,
+  limits: FrameReading,
   signal?: AbortSignal,
   frames?: Map<number, Promise<Frame>>,
 ): Promise<CommittedView> {

@@ -7,7 +7,7 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
-import type { Frame, FrameLimits } from '../format/frame.js';
+import type { Frame, FrameReading } from '../format/frame.js';
 import { committedView, type CommittedView } from './committed.js';
 import type { StreamKeys } from './keys.js';
 import { listLog, tailKey, type Slot } from './listing.js';
@@ -21,7 +21,7 @@ function prefetch(
   store: Store,
   keys: StreamKeys,
   slots: Slot[],
-  limits: FrameLimits,
+  limits: FrameReading,
   signal?: AbortSignal,
 ): Map<number, Promise<Frame>> {
   const frames = new Map<number, Promise<Frame>>();
@@ -52,7 +52,7 @@ export async function readHint(store: Store, keys: StreamKeys, signal?: AbortSig
 export async function newestView(
   store: Store,
   keys: StreamKeys,
-  limits: FrameLimits,
+  limits: FrameReading,
   signal?: AbortSignal,
   readAhead = true,
 ): Promise<CommittedView> {

@@ -6,7 +6,7 @@
  * cannot be used, never a different answer.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import type { Frame, FrameLimits } from '../format/frame.js';
+import type { Frame, FrameReading } from '../format/frame.js';
 import type { CommittedView } from './committed.js';
 import type { StreamKeys } from './keys.js';
 import { listLog, tailKey } from './listing.js';
@@ -20,7 +20,7 @@ export async function seqView(
   store: Store,
   keys: StreamKeys,
   seq: number,
-  limits: FrameLimits,
+  limits: FrameReading,
   signal?: AbortSignal,
 ): Promise<CommittedView | undefined> {
   const at = await listLog(store, keys, signal, seq, seq);

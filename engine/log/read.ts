@@ -5,7 +5,7 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
-import { decodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
+import { decodeFrame, unsealFrame, type Frame, type FrameOrigin, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from './keys.js';
 
 /** Marks a NOT_FOUND thrown because a listed object was deleted between the listing and the read. */
@@ -22,7 +22,7 @@ export async function readFrame(
   keys: StreamKeys,
   seq: number,
   key: string,
-  limits: FrameLimits,
+  limits: FrameReading,
   signal?: AbortSignal,
 ): Promise<Frame> {
   const bytes = await store.get(key, signal ? { signal } : undefined);
@@ -35,7 +35,25 @@ export async function readFrame(
     Object.defineProperty(err, VANISHED, { value: true });
     throw err;
   }
-  return decodeFrame(bytes, { stream: keys.stream, key, seq }, limits);
+  return openFrame(bytes, { stream: keys.stream, key, seq }, limits);
+}
+
+/**
+ * Verifies and parses a stored frame (decodeFrame) and, when it is sealed and `reading` has keys,
+ * opens it. Read without keys, a sealed frame stays locked: its kind, seqs and times are there,
+ * its state, meta and ledger are not (reading them fails KEY_UNAVAILABLE).
+ */
+export async function openFrame(bytes: Uint8Array, origin: FrameOrigin, reading: FrameReading): Promise<Frame> {
+  return unlockFrame(decodeFrame(bytes, origin, reading), origin, reading);
+}
+
+/** Opens a sealed frame with the key its header names, when `reading` has keys; returns it. */
+export async function unlockFrame(frame: Frame, origin: FrameOrigin, reading: FrameReading): Promise<Frame> {
+  if (frame.locked !== undefined && reading.keyring !== undefined) {
+    const key = await reading.keyring.key(frame.keyId!, origin.stream, { seq: origin.seq, key: origin.key });
+    unsealFrame(frame, key, origin, reading);
+  }
+  return frame;
 }
 
 /** Runs `fn` over `items` with at most `limit` at once, keeping order in the result. */

@@ -6,7 +6,14 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
 import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
-import { decodeMeta, decodePayload, type Frame, type FrameKind, type FrameLimits } from '../format/frame.js';
+import {
+  assertUnlocked,
+  decodeMeta,
+  decodePayload,
+  type Frame,
+  type FrameKind,
+  type FrameReading,
+} from '../format/frame.js';
 import type { Op } from '../format/ops.js';
 import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
@@ -28,6 +35,8 @@ export interface ReadChain<S> {
   deltaBytes: number;
   /** The restored seq's meta as stored (msgpack), so that it need not be encoded again. */
   metaBytes: Uint8Array | undefined;
+  /** The id of the key the chain's base is sealed with (undefined when not sealed). */
+  baseKeyId: string | undefined;
 }
 
 /** Options of readChain. */
@@ -42,7 +51,7 @@ export async function readChain<S>(
   store: Store,
   view: CommittedView,
   seq: number | undefined,
-  limits: FrameLimits,
+  limits: FrameReading,
   options: ChainOptions = {},
 ): Promise<ReadChain<S>> {
   const keys = view.log.keys;
@@ -150,11 +159,13 @@ export async function readChain<S>(
     deltaBytes: frames.slice(1).reduce((n, f) => n + f.bytes, 0),
     // A copy: the decoded header's bytes may be a view into the whole frame.
     metaBytes: meta === undefined ? undefined : new Uint8Array(meta),
+    baseKeyId: frames[0]!.keyId,
   };
 }
 
 /** Applies a frame's ledger entries; CORRUPT when they are malformed. */
 export function applyLedger(frame: Frame, keys: StreamKeys, seq: number, key: string, ledger: Ledger): Ledger {
+  assertUnlocked(frame, { stream: keys.stream, seq, key });
   try {
     return applyEntries(ledger, frame.header.ledger);
   } catch (err) {

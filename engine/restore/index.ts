@@ -5,7 +5,7 @@
  * (skip-damaged.ts). Listing checkpoints is in list.ts.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { assertOptions, assertSeq, assertStore, limitsOf } from '../args.js';
+import { assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
 import { committedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { newestView } from '../log/hint.js';
@@ -38,7 +38,7 @@ export async function restore<S = unknown>(
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restore'));
   const keys = new StreamKeys(stream);
   if (options.seq !== undefined) assertSeq(options.seq, stream);
-  const limits = limitsOf(options.maxPayloadBytes);
+  const limits = readingOf(options, 'restore');
   return relistOnVanish(async () => {
     if (!options.skipDamaged) {
       // The newest checkpoint needs only its chain: list from the hinted base (log/hint.ts).

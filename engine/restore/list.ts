@@ -5,10 +5,10 @@
  * damaged, with its error, instead of failing the whole listing.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { assertOptions, assertSeq, assertStore, limitsOf } from '../args.js';
+import { assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
 import { EMPTY_LEDGER } from '../effects/ledger.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
-import { decodeMeta, type Frame, type FrameLimits } from '../format/frame.js';
+import { decodeMeta, type Frame, type FrameReading } from '../format/frame.js';
 import { committedView, type CommittedView } from '../log/committed.js';
 import { newestView } from '../log/hint.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
@@ -39,7 +39,7 @@ export async function listCheckpoints(
   }
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listCheckpoints'));
   const keys = new StreamKeys(stream);
-  const limits = limitsOf(options.maxPayloadBytes);
+  const limits = readingOf(options, 'listCheckpoints');
   return relistOnVanish(() => listFrom(store, keys, limits, options));
 }
 
@@ -52,7 +52,7 @@ export async function listCheckpoints(
 async function listFrom(
   store: Store,
   keys: StreamKeys,
-  limits: FrameLimits,
+  limits: FrameReading,
   options: ListCheckpointsOptions,
 ): Promise<ListedCheckpoint[]> {
   let view: CommittedView;
@@ -95,7 +95,7 @@ async function listFrom(
 async function listWhole(
   store: Store,
   keys: StreamKeys,
-  limits: FrameLimits,
+  limits: FrameReading,
   options: ListCheckpointsOptions,
 ): Promise<ListedCheckpoint[]> {
   const log = await listLog(store, keys, options.signal);
@@ -147,6 +147,7 @@ function entry(keys: StreamKeys, slot: Slot, frame: Frame): ListedCheckpoint {
     epoch: frame.header.epoch,
     effects: [...applyLedger(frame, keys, seq, key, EMPTY_LEDGER).values()],
     filler: frame.header.filler === true,
+    ...(frame.keyId !== undefined && { keyId: frame.keyId }),
     damaged: false,
   };
 }

@@ -4,7 +4,7 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
-import type { FrameLimits } from '../format/frame.js';
+import type { FrameReading } from '../format/frame.js';
 import { committedView, type CommittedView } from '../log/committed.js';
 import type { LogListing } from '../log/listing.js';
 import { vanished } from '../log/read.js';
@@ -16,7 +16,7 @@ export async function restoreIntact<S>(
   store: Store,
   log: LogListing,
   seq: number | undefined,
-  limits: FrameLimits,
+  limits: FrameReading,
   options: RestoreOptions,
 ): Promise<Restored<S>> {
   const damage: StatefoldError[] = [];

@@ -1,6 +1,7 @@
 /** The public types of the read API: what restore and listCheckpoints take and give. */
 import type { StatefoldError } from '../errors.js';
 import type { EffectRecord } from '../effects/ledger.js';
+import type { Encryption } from '../format/keyring.js';
 
 /** Options of `restore`. */
 export interface RestoreOptions {
@@ -20,6 +21,8 @@ export interface RestoreOptions {
    * in `skipped` and `damage`. Off by default: damage is an error.
    */
   skipDamaged?: boolean;
+  /** The keys of an encrypted stream (as given to `SnapshotEngine.open`; only the ids its frames name are used). */
+  encryption?: Encryption;
 }
 
 /** A restored checkpoint. */
@@ -60,6 +63,8 @@ export interface CheckpointEntry {
    * the stream to close a seq the engine it fenced never committed (see README, Guarantees).
    */
   filler: boolean;
+  /** The id of the key it is encrypted with; absent when the stream is not encrypted. */
+  keyId?: string;
   /** False: the checkpoint was read and verified (see DamagedCheckpointEntry). */
   damaged: false;
 }
@@ -93,4 +98,6 @@ export interface ListCheckpointsOptions {
   maxPayloadBytes?: number;
   /** How many objects are read at once (default 16). */
   concurrency?: number;
+  /** The keys of an encrypted stream (its meta and effects are sealed; without keys, KEY_UNAVAILABLE). */
+  encryption?: Encryption;
 }

@@ -4,7 +4,7 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
-import type { FrameLimits } from '../format/frame.js';
+import type { FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { gc, type GcReport, type Retention } from '../retention.js';
 import { HintWriter } from './hints.js';
@@ -21,7 +21,7 @@ export class AfterBase {
     private readonly store: Store,
     keys: StreamKeys,
     private readonly retention: Retention | undefined,
-    private readonly limits: FrameLimits,
+    private readonly limits: FrameReading,
   ) {
     this.stream = keys.stream;
     this.#hints = new HintWriter(store, keys);
@@ -57,8 +57,10 @@ export class AfterBase {
         ),
       );
     }
-    // The store is already behind the engine's error boundary: no second timeout.
-    return gc(this.store, this.stream, retention, { limits: this.limits, storeTimeoutMs: Infinity });
+    // The store is already behind the engine's error boundary: no second timeout. gc reads only
+    // what frames keep readable without keys: it is given none.
+    const limits = { maxPayloadBytes: this.limits.maxPayloadBytes };
+    return gc(this.store, this.stream, retention, { limits, storeTimeoutMs: Infinity });
   }
 
   /** Resolves when no hint is being written and no background gc is running (whatever their outcome). */

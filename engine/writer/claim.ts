@@ -17,12 +17,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
-import { decodeFrame, encodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
+import { assertUnlocked, decodeFrame, encodeFrame, type Frame, type FrameReading } from '../format/frame.js';
+import type { SealingKey } from '../format/keyring.js';
 import { encodeValue } from '../format/values.js';
 import type { CommittedView } from '../log/committed.js';
 import { newestView } from '../log/hint.js';
 import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
+import { openFrame } from '../log/read.js';
 import { sameBytes, sleep, wrapStorage } from './commit.js';
 
 /** A claimed stream: the committed view after the claim, and where this engine writes next. */
@@ -51,7 +53,7 @@ interface Identity {
 }
 
 /** Claims `keys.stream` with a new writer epoch, fencing any engine that had it. */
-export async function claimStream(store: Store, keys: StreamKeys, limits: FrameLimits): Promise<Claim> {
+export async function claimStream(store: Store, keys: StreamKeys, limits: FrameReading): Promise<Claim> {
   const writer = randomBytes(8).toString('hex');
   for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
     // The tail and the newest chain are all a claim needs: list from the hinted base (log/hint.ts).
@@ -115,7 +117,7 @@ async function putFence(
   id: Identity,
   seq: number,
   key: string,
-  limits: FrameLimits,
+  limits: FrameReading,
 ): Promise<'won' | 'checkpoint' | 'fence' | 'nothing'> {
   const fence = encodeFrame(
     'fence',
@@ -138,7 +140,7 @@ async function fillBelow(
   keys: StreamKeys,
   id: Identity,
   fenceSeq: number,
-  limits: FrameLimits,
+  limits: FrameReading,
   from?: number,
 ): Promise<CommittedView> {
   // From the hinted base the claim listed from (a committed base, so the scan below ends there at
@@ -152,11 +154,10 @@ async function fillBelow(
   for (let s = fenceSeq - 1; s >= Math.max(log.floor, from ?? 1) && prev === undefined; s--) {
     const slot = listed.get(s);
     if (slot !== undefined) {
-      const frame = decodeFrame(
-        await readKey(store, keys, s, tailKey(slot)),
-        { stream: keys.stream, key: tailKey(slot), seq: s },
-        limits,
-      );
+      const origin = { stream: keys.stream, key: tailKey(slot), seq: s };
+      const frame = await openFrame(await readKey(store, keys, s, tailKey(slot)), origin, limits);
+      // A filler carries its predecessor's meta: never build one from a frame read without its key.
+      assertUnlocked(frame, origin);
       if (frame.kind !== 'fence') {
         prev = frame;
         break;
@@ -191,7 +192,7 @@ async function settleSlot(
   id: Identity,
   seq: number,
   prev: Frame,
-  limits: FrameLimits,
+  limits: FrameReading,
 ): Promise<Frame> {
   let key = keys.slot(seq);
   /** The epoch of the fence just before `key` in this slot, and whether it is this claim's. */
@@ -202,9 +203,9 @@ async function settleSlot(
     });
     if (there === undefined) {
       if (before?.ours) {
-        const filler = fillerFrame(id, seq, prev);
+        const filler = fillerFrame(id, seq, prev, await limits.keyring?.sealing(keys.stream));
         if ((await createOrRecognise(store, key, filler, keys.stream, seq)) === 'ours')
-          return decodeFrame(filler, { stream: keys.stream, key, seq }, limits);
+          return openFrame(filler, { stream: keys.stream, key, seq }, limits);
       } else {
         // Epochs rise along a slot's keys, so that each fence's next key is new.
         const epoch = before === undefined ? id.epoch : before.epoch + 1;
@@ -220,7 +221,8 @@ async function settleSlot(
       }
       continue; // taken meanwhile (by the old writer's commit, or another claim): read what is there
     }
-    const frame = decodeFrame(there, { stream: keys.stream, key, seq }, limits);
+    const frame = await openFrame(there, { stream: keys.stream, key, seq }, limits);
+    assertUnlocked(frame, { stream: keys.stream, key, seq });
     if (frame.kind !== 'fence') return frame;
     before = { epoch: frame.header.epoch, ours: frame.header.writer === id.writer };
     key = keys.afterFence(seq, frame.header.epoch);
@@ -232,8 +234,11 @@ async function settleSlot(
   );
 }
 
-/** A checkpoint of seq `seq` equal to `prev`: a delta with no operations, carrying `prev`'s meta. */
-function fillerFrame(id: Identity, seq: number, prev: Frame): Uint8Array {
+/**
+ * A checkpoint of seq `seq` equal to `prev`: a delta with no operations, carrying `prev`'s meta;
+ * sealed with `sealing` in an encrypted stream.
+ */
+function fillerFrame(id: Identity, seq: number, prev: Frame, sealing: SealingKey | undefined): Uint8Array {
   const header = {
     stream: id.stream,
     seq,
@@ -245,7 +250,7 @@ function fillerFrame(id: Identity, seq: number, prev: Frame): Uint8Array {
     filler: true,
     ...(prev.header.meta !== undefined && { meta: prev.header.meta }),
   };
-  return encodeFrame('delta', header, encodeValue([]));
+  return encodeFrame('delta', header, encodeValue([]), 1, sealing);
 }
 
 async function readKey(store: Store, keys: StreamKeys, seq: number, key: string): Promise<Uint8Array> {

@@ -6,8 +6,9 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError, describeCause, isStatefoldError } from '../errors.js';
-import { decodeFrame, type Frame, type FrameLimits } from '../format/frame.js';
+import { decodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
+import { unlockFrame } from '../log/read.js';
 
 /** Writes one engine's frames to their keys, remembering the key of a write whose outcome is unknown. */
 export class SlotWriter {
@@ -18,7 +19,7 @@ export class SlotWriter {
     private readonly store: Store,
     private readonly keys: StreamKeys,
     private readonly identity: { epoch: number; writer: string },
-    private readonly limits: FrameLimits,
+    private readonly limits: FrameReading,
   ) {}
 
   /**
@@ -64,8 +65,11 @@ export class SlotWriter {
       await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
     }
     if (sameBytes(there, frame)) return 'ours';
-    const other = decodeFrame(there, { stream, key, seq }, this.limits);
-    if (other.header.writer === this.identity.writer && other.kind !== 'fence') return other;
+    const origin = { stream, key, seq };
+    const other = decodeFrame(there, origin, this.limits);
+    // Ours (an earlier try that landed): the caller rebuilds its state from it, so open it.
+    if (other.header.writer === this.identity.writer && other.kind !== 'fence')
+      return unlockFrame(other, origin, this.limits);
     throw new StatefoldError(
       'FENCED',
       `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): taken by another engine (its epoch ${other.header.epoch}, ours ${this.identity.epoch}); this engine may no longer write`,

@@ -9,6 +9,7 @@ import { thaw } from '../capture/index.js';
 import { ledgerEntries, type Ledger, type LedgerEntry } from '../effects/ledger.js';
 import { isStatefoldError, type StatefoldError } from '../errors.js';
 import { decodePayload, type FrameHeader, type FrameKind } from '../format/frame.js';
+import type { SealingKey } from '../format/keyring.js';
 import { encodeFrameOffThread } from '../format/offload.js';
 import { opsVersion, type Op } from '../format/ops.js';
 import type { StreamKeys } from '../log/keys.js';
@@ -93,9 +94,14 @@ export class CommitQueue {
     private readonly onBase: (seq: number) => void,
     head: Head,
     nextKey: string,
+    /** The key every frame is sealed with (an encrypted stream), else undefined. */
+    private readonly sealing: SealingKey | undefined,
+    /** Whether the first commit must be a base (the newest chain's base was sealed with another key). */
+    needBase: boolean,
   ) {
     this.#head = head;
     this.#nextKey = nextKey;
+    this.#needBase = needBase;
   }
 
   /** The last committed checkpoint. */
@@ -186,12 +192,14 @@ export class CommitQueue {
           task.capture.ops,
           resolver,
           opsVersion(task.capture.ops),
+          this.sealing,
         );
         // Redis-style size trigger: once the deltas outgrow the base, a new base is cheaper to restore.
         if (c.deltaBytes + frame.byteLength > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
       }
       // A large base is encoded in slices and compressed on the frame worker: the caller's loop stays free.
-      if (kind === 'base') frame = await encodeFrameOffThread('base', header('base'), task.capture.state, resolver);
+      if (kind === 'base')
+        frame = await encodeFrameOffThread('base', header('base'), task.capture.state, resolver, 1, this.sealing);
       frame = frame!;
       const key = this.#nextKey;
       const outcome = await this.writer.write(key, seq, frame);

@@ -142,9 +142,9 @@ describe('strings: appends are version 2 only', () => {
   });
 
   it('rejects a frame of a version this statefold does not know', async () => {
-    await expect(restore(await streamWithDelta(3), 'forged')).rejects.toMatchObject({
+    await expect(restore(await streamWithDelta(4), 'forged')).rejects.toMatchObject({
       code: 'CORRUPT',
-      message: expect.stringMatching(/version 3 is not supported/),
+      message: expect.stringMatching(/version 4 is not supported/),
     });
   });
 });

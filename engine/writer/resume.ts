@@ -1,0 +1,49 @@
+/**
+ * Where an engine that has claimed a stream starts from: the newest committed checkpoint (its
+ * head, its state seeded into the capturer, its effect ledger), the key new checkpoints are sealed
+ * with, and whether the first of them must be a base.
+ */
+import { createCapturer, type Capturer } from '../capture/index.js';
+import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
+import type { SealingKey } from '../format/keyring.js';
+import type { ResolvedEngineOptions } from '../options.js';
+import { readChain } from '../restore/chain.js';
+import type { Claim } from './claim.js';
+import { EMPTY_HEAD, type Head } from './queue.js';
+
+/** What an engine opens with. */
+export interface Opened {
+  head: Head;
+  capturer: Capturer;
+  ledger: Ledger;
+  sealing: SealingKey | undefined;
+  /** The first checkpoint must be a base (the newest chain is sealed with a key other than the current one). */
+  needBase: boolean;
+}
+
+/** Reads the newest chain below the claim's fence, and what the engine needs to go on writing it. */
+export async function resume(
+  options: ResolvedEngineOptions,
+  claim: Claim,
+  sealing: SealingKey | undefined,
+): Promise<Opened> {
+  const capturer = createCapturer(options.updates);
+  if (claim.view.slots.length === 0)
+    return { head: EMPTY_HEAD, capturer, ledger: EMPTY_LEDGER, sealing, needBase: false };
+  const chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits);
+  capturer.seed(chain.restored.state);
+  const { crc, baseSeq, baseBytes, deltaBytes } = chain;
+  const head: Head = {
+    seq: chain.restored.seq,
+    crc,
+    state: capturer.state,
+    meta: chain.metaBytes,
+    baseSeq,
+    baseBytes,
+    deltaBytes,
+  };
+  // After a key rotation the first checkpoint is a base in the new key: from then on the newest
+  // chain needs only that key, and the old one only history (retired once retention trims it).
+  const needBase = sealing !== undefined && chain.baseKeyId !== sealing.id;
+  return { head, capturer, ledger: chain.ledger, sealing, needBase };
+}
