@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryStore, SnapshotEngine, restore, type Store } from 'statefold';
+import { MemoryStore, SnapshotEngine, restore, type Encryption, type Store } from 'statefold';
 import { FaultStore } from 'statefold/testing';
 import { Rng, type Mode } from '../support/random-states.js';
 import {
@@ -32,6 +32,10 @@ const STREAM = 'agent/crash sweep';
 const SEEDS_PER_BLOCK = 12;
 const BLOCKS = 10;
 const RETENTION_BLOCKS = 2;
+const ENCRYPTED_BLOCKS = 2;
+/** The keys of the encrypted sweep: life 2 rotates to k2, so crashes also meet a rotation base. */
+const KEY_1 = new Uint8Array(32).fill(1);
+const KEY_2 = new Uint8Array(32).fill(2);
 
 interface Plan {
   seed: number;
@@ -41,9 +45,11 @@ interface Plan {
   life1: number;
   /** Retention's keepLast (the engine's gc then deletes in the background after each base). */
   keepLast: number | undefined;
+  /** Every life encrypts; life 2 on rotates from key k1 to k2. */
+  encrypted: boolean;
 }
 
-function planOf(seed: number, retention: boolean): Plan {
+function planOf(seed: number, retention: boolean, encrypted = false): Plan {
   const r = new Rng(seed * 7919 + 1);
   return {
     seed,
@@ -52,7 +58,19 @@ function planOf(seed: number, retention: boolean): Plan {
     prefix: r.pick([0, 0, 1, 2, 3, 5, 7, 9]),
     life1: 5 + r.int(6),
     keepLast: retention ? 1 + r.int(4) : undefined,
+    encrypted,
   };
+}
+
+/** The encryption of life `life` (undefined when the plan does not encrypt): k1, then k2 from life 2 on. */
+function encryptionOf(p: Plan, life: number): Encryption | undefined {
+  if (!p.encrypted) return undefined;
+  return { keys: { k1: KEY_1, k2: KEY_2 }, current: life >= 2 ? 'k2' : 'k1' };
+}
+
+/** What the checks read with: every key the plan's lives may have used. */
+function readWith(p: Plan): { encryption?: Encryption } {
+  return p.encrypted ? { encryption: encryptionOf(p, 2)! } : {};
 }
 
 function lifeOptions(p: Plan, life: number, checkpoints: number, salt = 0): LifeOptions {
@@ -66,6 +84,8 @@ function lifeOptions(p: Plan, life: number, checkpoints: number, salt = 0): Life
   };
   // No reader grace: gc deletes at once, so crashes and zombies meet deleted history.
   if (p.keepLast !== undefined) o.retention = { keepLast: p.keepLast, minAgeMs: 0 };
+  const encryption = encryptionOf(p, life);
+  if (encryption !== undefined) o.encryption = encryption;
   return o;
 }
 
@@ -93,6 +113,7 @@ async function checkedLife(
       result.latest,
       `${o.label}: history after it ended`,
       o.retention.keepLast,
+      readAll(o),
     );
   return result;
 }
@@ -131,7 +152,7 @@ async function checkedLifeOnly(
   const allowed = new Map<number, Captured>();
   if (seq > 0) allowed.set(seq, bySeq.get(seq)!);
   if (life.inflight) allowed.set(seq + 1, life.inflight);
-  const got = await expectLatestOneOf(inner, STREAM, allowed, seq === 0, `${what}: after it ended`);
+  const got = await expectLatestOneOf(inner, STREAM, allowed, seq === 0, `${what}: after it ended`, readAll(o));
   const inflightLanded = life.inflight !== undefined && got === seq + 1;
   if (inflightLanded) bySeq.set(got, life.inflight!);
   return { latest: got, inflightLanded, engine: life.engine };
@@ -159,7 +180,8 @@ async function runCase(p: Plan, crash: number, landed: boolean): Promise<void> {
   if (f2.crashed) tally.secondCrashes++;
 
   latest = (await checkedLife(inner, inner, latest, bySeq, lifeOptions(p, 3, 3, crash), true)).latest;
-  await expectHistory(inner, STREAM, bySeq, latest, 'after life 3', p.keepLast);
+  await expectHistory(inner, STREAM, bySeq, latest, 'after life 3', p.keepLast, readWith(p));
+  if (p.encrypted) await expectAllSealed(inner);
 
   // Life 1's engine comes back as a zombie (a partition heals): lives 2 and 3 fenced it.
   if (l1.engine !== undefined && f1.crashed) {
@@ -171,7 +193,25 @@ async function runCase(p: Plan, crash: number, landed: boolean): Promise<void> {
     );
     // A life 1 that got as far as close() (the crash hit its final gc) is closed: CLOSED says so.
     expectCode(zombie, ['FENCED', 'CLOSED'], 'life 1 back as a zombie after lives 2 and 3');
-    await expectHistory(inner, STREAM, bySeq, latest, 'after the zombie', p.keepLast);
+    await expectHistory(inner, STREAM, bySeq, latest, 'after the zombie', p.keepLast, readWith(p));
+  }
+}
+
+/** What a check after a life reads with: both keys when it encrypted (earlier lives used k1). */
+function readAll(o: LifeOptions): { encryption?: Encryption } {
+  return o.encryption ? { encryption: { keys: { k1: KEY_1, k2: KEY_2 }, current: 'k2' } } : {};
+}
+
+/** Every checkpoint stored (fillers written by claims after crashes included) is sealed: format version 3, flag 1. */
+async function expectAllSealed(store: Store): Promise<void> {
+  for (const key of await store.list('')) {
+    const bytes = Buffer.from((await store.get(key))!);
+    // Only frames of checkpoints: not floors, hints or markers, and not fences (never sealed).
+    if (bytes.byteLength < 20 || bytes.toString('latin1', 0, 4) !== 'SFLD' || bytes[5] === 3) continue;
+    if (bytes[4] !== 3 || bytes[7] !== 1)
+      throw new Mismatch(
+        `${key}: a checkpoint in an encrypted stream is not sealed (version ${bytes[4]}, flags ${bytes[7]})`,
+      );
   }
 }
 
@@ -186,10 +226,10 @@ async function operationsOfLife1(p: Plan): Promise<number> {
   return counter.count;
 }
 
-async function sweepBlock(seeds: number[], retention: boolean): Promise<string[]> {
+async function sweepBlock(seeds: number[], retention: boolean, encrypted = false): Promise<string[]> {
   const failures: string[] = [];
   for (const seed of seeds) {
-    const p = planOf(seed, retention);
+    const p = planOf(seed, retention, encrypted);
     const n = await operationsOfLife1(p);
     for (let crash = 0; crash <= n; crash++) {
       for (const landed of [false, true]) {
@@ -198,7 +238,8 @@ async function sweepBlock(seeds: number[], retention: boolean): Promise<string[]
           await runCase(p, crash, landed);
         } catch (err) {
           const why = err instanceof Mismatch ? err.message : `unexpected ${String((err as Error)?.stack ?? err)}`;
-          const retained = p.keepLast === undefined ? '' : `, retention keepLast ${p.keepLast}`;
+          const retained =
+            (p.keepLast === undefined ? '' : `, retention keepLast ${p.keepLast}`) + (p.encrypted ? ', encrypted' : '');
           failures.push(
             `seed ${seed} (${p.mode}, baseEvery ${p.baseEvery}${retained}, prefix ${p.prefix}, life 1 of ${p.life1} checkpoints = ${n} operations) crash at operation ${crash}${landed ? ' after it landed' : ''}: ${why}`,
           );
@@ -234,6 +275,19 @@ describe('crash sweep with retention: a crash also cuts the background gc short'
     it(`keeps every listed seq restorable and the newest keepLast kept, across crashes (seeds ${seeds[0]}-${seeds[seeds.length - 1]})`, async () => {
       const zombies = tally.zombies;
       const failures = await sweepBlock(seeds, true);
+      expect(failures.slice(0, 8), `${failures.length} failing cases (first 8 shown)`).toEqual([]);
+      expect(tally.zombies - zombies, 'zombie lives checked').toBeGreaterThan(0);
+    }, 60_000);
+  }
+});
+
+describe('crash sweep with encryption: every checkpoint sealed, a key rotation at life 2', () => {
+  for (let block = 0; block < ENCRYPTED_BLOCKS; block++) {
+    const seeds = Array.from({ length: SEEDS_PER_BLOCK }, (_, i) => 20_001 + block * SEEDS_PER_BLOCK + i);
+    const retention = block % 2 === 1;
+    it(`restores exactly the last acknowledged or in-flight state${retention ? ', with retention' : ''} (seeds ${seeds[0]}-${seeds[seeds.length - 1]})`, async () => {
+      const zombies = tally.zombies;
+      const failures = await sweepBlock(seeds, retention, true);
       expect(failures.slice(0, 8), `${failures.length} failing cases (first 8 shown)`).toEqual([]);
       expect(tally.zombies - zombies, 'zombie lives checked').toBeGreaterThan(0);
     }, 60_000);

@@ -3,7 +3,15 @@
  * states one at a time, stop at the first failure (a crash), and remember what was acknowledged,
  * what was in flight, and a full copy of every state for the reference.
  */
-import { SnapshotEngine, StatefoldError, listCheckpoints, restore, type Retention, type Store } from 'statefold';
+import {
+  SnapshotEngine,
+  StatefoldError,
+  listCheckpoints,
+  restore,
+  type Encryption,
+  type Retention,
+  type Store,
+} from 'statefold';
 import { Rng, deepCopy, evolve, initialState, type Mode } from './random-states.js';
 import { firstDifference } from './same.js';
 
@@ -42,6 +50,13 @@ export interface LifeOptions {
   label: string;
   /** The engine's retention (its gc runs in the background after each base). */
   retention?: Retention;
+  /** The engine's encryption. */
+  encryption?: Encryption;
+}
+
+/** What the checks read a stream with: the keys of an encrypted one. */
+export interface ReadWith {
+  encryption?: Encryption;
 }
 
 /** Opens an engine and checkpoints until done or until something fails. Never throws. */
@@ -63,6 +78,7 @@ export async function live(store: Store, o: LifeOptions): Promise<Life> {
       policy: { baseEvery: o.baseEvery },
       updates: o.mode,
       retention: o.retention,
+      ...(o.encryption && { encryption: o.encryption }),
     });
   } catch (err) {
     life.error = err;
@@ -125,10 +141,11 @@ export async function expectLatestOneOf(
   allowed: Map<number, Captured>,
   noneAllowed: boolean,
   what: string,
+  read: ReadWith = {},
 ): Promise<number> {
   let restored;
   try {
-    restored = await restore(store, stream);
+    restored = await restore(store, stream, read);
   } catch (err) {
     expectCode(err, ['NOT_FOUND'], `${what}: restore`);
     if (!noneAllowed)
@@ -156,8 +173,9 @@ export async function expectHistory(
   latest: number,
   what: string,
   keepLast?: number,
+  read: ReadWith = {},
 ): Promise<void> {
-  const listed = await listCheckpoints(store, stream);
+  const listed = await listCheckpoints(store, stream, read);
   const seqs = listed.map((c) => c.seq);
   const oldest = seqs[0] ?? latest + 1;
   const contiguous = seqs.every((s, i) => s === oldest + i) && seqs[seqs.length - 1] === latest;
@@ -174,7 +192,7 @@ export async function expectHistory(
     expectSame(entry.meta, ref.meta, `${what}: listed meta of seq ${entry.seq}`);
     let r;
     try {
-      r = await restore(store, stream, { seq: entry.seq });
+      r = await restore(store, stream, { ...read, seq: entry.seq });
     } catch (err) {
       throw new Mismatch(
         `${what}: listed seqs [${seqs[0]}..${latest}], but seq ${entry.seq} does not restore: ${(err as StatefoldError).code} ${(err as Error).message}`,
