@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo } from 'statefold';
 import type { S3Store } from 'statefold/s3';
-import { removePrefix } from '../support/s3-cleanup.js';
+import { holdingCanary, writeCanaryStream } from '../support/canary.js';
+import { listAll, removePrefix } from '../support/s3-cleanup.js';
 import { s3Client, s3Store, s3TestEnv, type S3TestEnv } from '../support/s3-env.js';
 import { mulberry32 } from '../support/prng.mjs';
 
@@ -212,5 +213,23 @@ function defineSuite(env: S3TestEnv): void {
       // A bound that keeps the suite usable on RGW in CI (about 20 s here).
       expect(elapsed, `2,000 checkpoints took ${elapsed} ms`).toBeLessThan(90_000);
     }, 180_000);
+  });
+
+  describe('encryption on s3', () => {
+    it('no object under the stream holds the canary in state, meta or effects; the stream restores with its key', async () => {
+      const prefix = prefixFor('encrypted');
+      const encryption = { keys: { k1: randomBytes(32) }, current: 'k1' };
+      const written = await writeCanaryStream(store(prefix), 'agent-secret', encryption);
+      const objects: { key: string; bytes: Uint8Array }[] = [];
+      for (const key of await listAll(admin, env.bucket, prefix)) {
+        const res = await admin.send(new GetObjectCommand({ Bucket: env.bucket, Key: key }));
+        objects.push({ key, bytes: await res.Body!.transformToByteArray() });
+      }
+      expect(objects.length).toBeGreaterThan(5);
+      expect(holdingCanary(objects)).toEqual([]);
+      const restored = await restore(store(prefix), 'agent-secret', { encryption });
+      expect(restored.state).toEqual(written);
+      await expect(restore(store(prefix), 'agent-secret')).rejects.toMatchObject({ code: 'KEY_UNAVAILABLE' });
+    });
   });
 }
