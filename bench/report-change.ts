@@ -4,7 +4,7 @@
  */
 import type { MemoryResult } from './memory.js';
 import type { StallResult } from './scenarios.js';
-import { bytes, ms, pct } from './stats.js';
+import { table, bytes, ms, pct } from './stats.js';
 import { SHORT } from './strategies.js';
 
 /** A target, the figure it is judged on, and why it was missed. */
@@ -161,11 +161,6 @@ export function changeVerdicts(
     });
   }
   return out;
-}
-
-function table(head: string[], rows: string[][]): string {
-  const align = head.map((_, i) => (i === 0 ? ':--' : '--:'));
-  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
 }
 
 /** The section on stored bytes against added bytes, per workload, size, store and strategy. */

@@ -1,11 +1,6 @@
 /** The report's section on read costs against history length (bench/history.ts). */
 import type { HistoryOp, HistoryResult } from './history.js';
-import { int, ms } from './stats.js';
-
-function table(head: string[], rows: string[][]): string {
-  const align = head.map((_, i) => (i === 0 ? ':--' : '--:'));
-  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
+import { table, int, ms } from './stats.js';
 
 const OPS: HistoryOp[] = ['open', 'restore newest', 'restore middle', 'list newest 10'];
 

@@ -1,11 +1,6 @@
 /** The report's section on many streams in one process (bench/many.ts). */
 import type { ManyResult } from './many.js';
-import { bytes, int, ms, pct } from './stats.js';
-
-function table(head: string[], rows: string[][]): string {
-  const align = head.map((_, i) => (i === 0 ? ':--' : '--:'));
-  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
+import { table, bytes, int, ms, pct } from './stats.js';
 
 /** Holds: commits keep up with the schedule and lateness does not grow over the window. */
 export function holds(r: ManyResult): boolean {

@@ -1,6 +1,6 @@
 /** BENCHMARKS.md: written from the results of one run, never by hand. */
 import { SHORT, STRATEGIES, type StrategyId } from './strategies.js';
-import { bytes, int, ms, pct, median, type Summary } from './stats.js';
+import { table, bytes, int, ms, pct, median, type Summary } from './stats.js';
 import type { MicroResult, RestoreResult, StallResult, ThroughputResult, Interval } from './scenarios.js';
 import type { WriteCounts } from './stores.js';
 import type { MemoryResult } from './memory.js';
@@ -59,11 +59,6 @@ export const intervalLabel = (i: Interval | null): string =>
   i === null ? 'none' : i === 'step' ? 'every step' : i >= 1000 ? `${i / 1000} s` : `${i} ms`;
 const sum = (r: Record<string, number>): number => Object.values(r).reduce((a, b) => a + b, 0);
 const spread = (s: Summary): string => `${ms(s.p50)} / ${ms(s.p99)}`;
-
-function table(head: string[], rows: string[][]): string {
-  const align = head.map((_, i) => (i === 0 ? ':--' : '--:'));
-  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
 
 /** Per-1,000-step figures of a stall run (one checkpoint per step). */
 function per1000(r: StallResult): { bytes: number; base: number; delta: number; full: number; requests: number } {

@@ -40,6 +40,12 @@ export function median(values: readonly number[]): number {
   return summarize(values).p50;
 }
 
+/** A markdown table: the first column left-aligned, the others right-aligned. */
+export function table(head: string[], rows: string[][]): string {
+  const align = head.map((_, i) => (i === 0 ? ':--' : '--:'));
+  return [`| ${head.join(' | ')} |`, `| ${align.join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
 /** Formats milliseconds with a precision that suits their size. */
 export function ms(v: number): string {
   if (!Number.isFinite(v)) return 'n/a';
