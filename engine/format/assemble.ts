@@ -13,12 +13,17 @@ export const FIXED = 20;
 export const TRAILER = 4;
 /** Flags byte: the body is sealed (AES-256-GCM); only in format version 3. */
 export const FLAG_SEALED = 1;
-/** A sealed body: nonce, then the ciphertext of the secret's length, the secret and the payload, then the tag. */
+/** Flags byte, with FLAG_SEALED: the ciphertext starts with a secret header (meta, ledger) and its length. */
+export const FLAG_SECRET = 2;
+/**
+ * A sealed body: nonce, then the ciphertext of [the secret header's length and the secret header,
+ * when FLAG_SECRET] and the payload, then the tag.
+ */
 export const NONCE_BYTES = 12;
 export const TAG_BYTES = 16;
 const SECRET_LENGTH_BYTES = 4;
-/** Bytes a sealed body adds to the payload besides the secret header. */
-export const SEAL_OVERHEAD = NONCE_BYTES + SECRET_LENGTH_BYTES + TAG_BYTES;
+/** Bytes a sealed body adds to the payload at least (no secret header). */
+export const SEAL_OVERHEAD = NONCE_BYTES + TAG_BYTES;
 
 /** What a sealed frame is sealed with: the key, and the header fields that are secret (msgpack, maybe empty). */
 export interface Seal {
@@ -41,7 +46,11 @@ export function assembleFrame(
   const compressed = WRITE_COMPRESSION.compress(raw);
   const compression = compressed === undefined ? NONE : WRITE_COMPRESSION;
   const payload = compressed ?? raw;
-  const body = seal === undefined ? payload.byteLength : SEAL_OVERHEAD + seal.secret.byteLength + payload.byteLength;
+  const secret = seal !== undefined && seal.secret.byteLength > 0;
+  const body =
+    seal === undefined
+      ? payload.byteLength
+      : SEAL_OVERHEAD + (secret ? SECRET_LENGTH_BYTES + seal.secret.byteLength : 0) + payload.byteLength;
   const total = FIXED + head.byteLength + body + TRAILER;
   // A buffer of its own (never a slice of Node's shared pool), so the frame worker can transfer it.
   const frame = Buffer.allocUnsafeSlow(total);
@@ -49,7 +58,7 @@ export function assembleFrame(
   frame[4] = version;
   frame[5] = kindCode;
   frame[6] = compression.id;
-  frame[7] = seal === undefined ? 0 : FLAG_SEALED;
+  frame[7] = seal === undefined ? 0 : secret ? FLAG_SEALED | FLAG_SECRET : FLAG_SEALED;
   frame.writeUInt32LE(head.byteLength, 8);
   frame.writeUInt32LE(body, 12);
   frame.writeUInt32LE(raw.byteLength, 16);
@@ -66,12 +75,16 @@ function sealBody(frame: Buffer, at: number, seal: Seal, payload: Uint8Array): v
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv('aes-256-gcm', seal.key, nonce, { authTagLength: TAG_BYTES });
   cipher.setAAD(frame.subarray(0, at));
-  const length = Buffer.allocUnsafe(SECRET_LENGTH_BYTES);
-  length.writeUInt32LE(seal.secret.byteLength, 0);
+  const parts = [payload];
+  if (seal.secret.byteLength > 0) {
+    const length = Buffer.allocUnsafe(SECRET_LENGTH_BYTES);
+    length.writeUInt32LE(seal.secret.byteLength, 0);
+    parts.unshift(length, seal.secret);
+  }
   let pos = at;
   frame.set(nonce, pos);
   pos += NONCE_BYTES;
-  for (const part of [length, seal.secret, payload]) {
+  for (const part of parts) {
     const out = cipher.update(part);
     frame.set(out, pos);
     pos += out.byteLength;
@@ -83,13 +96,15 @@ function sealBody(frame: Buffer, at: number, seal: Seal, payload: Uint8Array): v
 }
 
 /**
- * Opens the sealed body of a frame (`aad`: its bytes before the body): the secret header and the
- * stored payload. Throws when authentication fails (wrong key, or any byte of frame altered).
+ * Opens the sealed body of a frame (`aad`: its bytes before the body; `secret`: whether it holds a
+ * secret header): the secret header (empty when none) and the stored payload. Throws when
+ * authentication fails (wrong key, or any byte of the frame altered).
  */
 export function openBody(
   body: Uint8Array,
   aad: Uint8Array,
   key: Uint8Array,
+  secret: boolean,
 ): { secret: Uint8Array; payload: Uint8Array } {
   if (body.byteLength < SEAL_OVERHEAD) throw new Error(`sealed body of ${body.byteLength} bytes is too short`);
   const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, NONCE_BYTES), {
@@ -101,6 +116,8 @@ export function openBody(
     decipher.update(body.subarray(NONCE_BYTES, body.byteLength - TAG_BYTES)),
     decipher.final(),
   ]);
+  if (!secret) return { secret: new Uint8Array(0), payload: plain };
+  if (plain.byteLength < SECRET_LENGTH_BYTES) throw new Error('sealed body too short for its secret header');
   const secretLength = plain.readUInt32LE(0);
   if (SECRET_LENGTH_BYTES + secretLength > plain.byteLength) throw new Error('sealed secret header overruns the body');
   return {

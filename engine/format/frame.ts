@@ -8,7 +8,7 @@
  *                sealed (encrypted) base or delta, which may hold appends
  *   5      1     kind: 1 base, 2 delta, 3 fence
  *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
- *   7      1     flags: 0, or in version 3 1 (sealed)
+ *   7      1     flags: 0; in version 3, 1 (sealed) or 3 (sealed, with a secret header)
  *   8      4     header length H (u32 LE)
  *   12     4     body length P, as stored (u32 LE)
  *   16     4     payload length uncompressed (u32 LE)
@@ -21,8 +21,8 @@
  * A sealed frame's header holds no meta or ledger (the caller's data) but the id of its key, and
  * its body is AES-256-GCM (assemble.ts):
  *
- *   12 nonce (random) | ciphertext of [u32 LE length S | S bytes: msgpack map of meta and ledger |
- *   the compressed payload] | 16 tag
+ *   12 nonce (random) | ciphertext of [with flag 2 only: u32 LE length S | S bytes: msgpack map
+ *   of meta and ledger] [the compressed payload] | 16 tag
  *
  * with every byte before the body (fixed fields and header: stream, seq, kind, key id...) as
  * associated data, so an object moved to another stream or seq, edited, or replaced by a
@@ -31,7 +31,7 @@
  */
 import { crc32 } from 'node:zlib';
 import { StatefoldError } from '../errors.js';
-import { FIXED, FLAG_SEALED, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
+import { FIXED, FLAG_SEALED, FLAG_SECRET, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
 import { COMPRESSIONS, asBuffer } from './compression.js';
 import { addSecretHeader, fromStoredHeader, toSealedHeaders, toStoredHeader, type FrameHeader } from './header.js';
 import { unavailable, type Keyring, type SealingKey } from './keyring.js';
@@ -70,7 +70,7 @@ export interface Frame {
    * A sealed frame not opened (read without its key): its header lacks meta and ledger and its
    * payload is ciphertext, so decodePayload, decodeMeta and secretsOf refuse it KEY_UNAVAILABLE.
    */
-  locked?: { aad: Uint8Array };
+  locked?: { aad: Uint8Array; secret: boolean };
 }
 
 /** Limits applied to every frame read. */
@@ -174,8 +174,9 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   const compression = COMPRESSIONS.get(buf[6]!);
   if (compression === undefined) fail(`unknown compression ${buf[6]}`);
   const flags = buf[7]!;
-  const sealed = flags === FLAG_SEALED;
-  if (flags !== (version === 3 ? FLAG_SEALED : 0)) fail(`flags ${flags} are not valid in format version ${version}`);
+  const sealed = (flags & FLAG_SEALED) !== 0;
+  const valid = version === 3 ? flags === FLAG_SEALED || flags === (FLAG_SEALED | FLAG_SECRET) : flags === 0;
+  if (!valid) fail(`flags ${flags} are not valid in format version ${version}`);
   // Bounded reads: never allocate what a header claims beyond what the compression could expand to or the limit.
   // (A sealed body holds more than the payload: its lengths are checked exactly once it is opened.)
   if (sealed && payloadLength < SEAL_OVERHEAD) fail(`sealed body of ${payloadLength} bytes is too short`);
@@ -232,7 +233,7 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   };
   if (sealed) {
     frame.keyId = header.keyId!;
-    frame.locked = { aad: buf.subarray(0, FIXED + headLength) };
+    frame.locked = { aad: buf.subarray(0, FIXED + headLength), secret: (flags & FLAG_SECRET) !== 0 };
   }
   return frame;
 }
@@ -252,7 +253,7 @@ export function unsealFrame(frame: Frame, key: Uint8Array, origin: FrameOrigin, 
   };
   let opened: { secret: Uint8Array; payload: Uint8Array };
   try {
-    opened = openBody(frame.payload, frame.locked.aad, key);
+    opened = openBody(frame.payload, frame.locked.aad, key, frame.locked.secret);
   } catch (err) {
     return fail(
       `authentication failed with key ${JSON.stringify(frame.keyId)}: a wrong key, or the object was altered or moved`,

@@ -208,7 +208,7 @@ async function expectAllSealed(store: Store): Promise<void> {
     const bytes = Buffer.from((await store.get(key))!);
     // Only frames of checkpoints: not floors, hints or markers, and not fences (never sealed).
     if (bytes.byteLength < 20 || bytes.toString('latin1', 0, 4) !== 'SFLD' || bytes[5] === 3) continue;
-    if (bytes[4] !== 3 || bytes[7] !== 1)
+    if (bytes[4] !== 3 || (bytes[7]! & 1) !== 1)
       throw new Mismatch(
         `${key}: a checkpoint in an encrypted stream is not sealed (version ${bytes[4]}, flags ${bytes[7]})`,
       );

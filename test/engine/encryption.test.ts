@@ -111,7 +111,7 @@ describe('encryption at rest: no stored byte holds the state', () => {
       if (bytes[5] === 3) {
         fences++;
         expect([bytes[4], bytes[7]]).toEqual([1, 0]);
-      } else expect([bytes[4], bytes[7]]).toEqual([3, 1]);
+      } else expect([bytes[4], bytes[7]]).toEqual([3, 3]); // sealed, with meta in the secret header
     }
     expect(fences).toBe(2);
   });
@@ -349,6 +349,7 @@ describe('encryption: moved, edited and forged objects are CORRUPT', () => {
       [1, 1],
       [3, 0],
       [3, 2],
+      [3, 5],
     ] as const) {
       const store = new MemoryStore();
       const { keys } = await writeStream(store, undefined, 1);
