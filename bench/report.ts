@@ -6,8 +6,10 @@ import type { WriteCounts } from './stores.js';
 import type { MemoryResult } from './memory.js';
 import type { HistoryResult } from './history.js';
 import { historySection } from './report-history.js';
+import type { EncryptionResult } from './encryption.js';
 import type { ManyResult } from './many.js';
 import { manySection } from './report-many.js';
+import { encryptionSection } from './report-encryption.js';
 import { amplificationSection, changeVerdicts, memorySection, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -52,6 +54,7 @@ export interface Results {
   /** Absent in results written before this section existed. */
   history?: HistoryResult[];
   many?: ManyResult[];
+  encryption?: EncryptionResult[];
 }
 
 const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');
@@ -467,6 +470,7 @@ export function renderReport(res: Results): string {
   p();
   for (const line of historySection(res.history ?? [])) p(line);
   for (const line of manySection(res.many ?? [])) p(line);
+  for (const line of encryptionSection(res.encryption ?? [])) p(line);
 
   // ---- micro
   if (res.micro.length > 0) {

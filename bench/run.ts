@@ -26,6 +26,7 @@ import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { historyScenario } from './history.js';
 import { manyStreamsInChild } from './many.js';
+import { encryptionScenario } from './encryption.js';
 import { memoryScenario } from './memory.js';
 import { SHORT, type StrategyId } from './strategies.js';
 import type { WorkloadName } from './workload.js';
@@ -58,6 +59,8 @@ interface Plan {
   memorySteps: number;
   /** History lengths (checkpoints) read on the file and S3 stores, and timed runs per operation. */
   history: { file: number[]; s3: number[]; runs: number; size: number };
+  /** Encryption's cost on the headline workload (file store): steps per stall run, rounds, restore chain and samples. */
+  encryption: { steps: number; rounds: number; chain: number; restores: number };
   /** Many streams in one process: runs (store, update mode), streams, state size, warm-up and window. */
   many: {
     runs: { store: 'memory' | 'file'; mode: 'copy' | 'immutable'; windowMs?: number }[];
@@ -87,6 +90,7 @@ const PLANS: Record<Mode, Plan> = {
     micro: { time: 500, iterations: 10 },
     s3: { size: 500 * K, steps: 200, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10, 100] },
     memorySteps: 40,
+    encryption: { steps: 300, rounds: 3, chain: 31, restores: 40 },
     history: { file: [100, 10_000, 100_000], s3: [100, 5_000], runs: 10, size: 5 * K },
     many: {
       runs: [
@@ -119,6 +123,7 @@ const PLANS: Record<Mode, Plan> = {
     micro: { time: 50, iterations: 5 },
     s3: { size: 500 * K, steps: 30, strategies: ['sf-immutable', 'sf-full', 'json-gzip'], chains: [1, 10] },
     memorySteps: 10,
+    encryption: { steps: 60, rounds: 2, chain: 31, restores: 10 },
     history: { file: [100, 10_000], s3: [100, 1_000], runs: 3, size: 5 * K },
     many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 2_000, size: 20 * K, warmupMs: 1000, windowMs: 4000 },
   },
@@ -139,6 +144,7 @@ const PLANS: Record<Mode, Plan> = {
     micro: { time: 5, iterations: 3 },
     s3: { size: 5 * K, steps: 5, strategies: ['sf-immutable', 'json-gzip'], chains: [1] },
     memorySteps: 3,
+    encryption: { steps: 8, rounds: 1, chain: 3, restores: 3 },
     history: { file: [100, 300], s3: [100], runs: 2, size: 5 * K },
     many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 100, size: 5 * K, warmupMs: 200, windowMs: 800 },
   },
@@ -287,6 +293,7 @@ async function main(): Promise<void> {
     memory: [],
     history: [],
     many: [],
+    encryption: [],
   };
   if (mode === 'smoke') results.run.headlineSize = 20 * K;
   const fileKind = kinds.find((k) => k.name === 'file')!;
@@ -322,6 +329,14 @@ async function main(): Promise<void> {
       results.memory.push(
         ...(await memoryScenario(fileKind, workload, results.run.headlineSize, change, seed, plan.memorySteps)),
       );
+    }
+    {
+      const e = plan.encryption;
+      const H = results.run.headlineSize;
+      progress.begin(
+        `encryption: ${headline} ${H / K} KB, file store, copy mode, plain and encrypted, ${e.rounds} rounds of ${e.steps} steps, restore of ${e.chain} deltas`,
+      );
+      results.encryption!.push(await encryptionScenario(fileKind, headline, H, change, seed, e, progress));
     }
 
     const workPerMs = calibrateWork();

@@ -2,6 +2,7 @@
  * Ways to checkpoint an agent state, measured side by side: statefold's two diff paths, statefold
  * writing full snapshots only, and what people write by hand without statefold.
  */
+import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import jsonpatch from 'fast-json-patch';
@@ -9,7 +10,7 @@ import jsonpatch from 'fast-json-patch';
 const { compare } = jsonpatch;
 import lz4 from 'lz4';
 import { Packr } from 'msgpackr';
-import { SnapshotEngine, type Policy, type Store } from 'statefold';
+import { SnapshotEngine, type Encryption, type Policy, type Store } from 'statefold';
 
 const gzip = promisify(gzipCb);
 
@@ -37,18 +38,33 @@ export interface Strategy {
   open(store: Store, stream: string): Promise<Checkpointer>;
 }
 
-export type StrategyId = 'sf-immutable' | 'sf-copy' | 'sf-full' | 'json-gzip' | 'fjp-mirror';
+export type StrategyId = 'sf-immutable' | 'sf-copy' | 'sf-copy-enc' | 'sf-full' | 'json-gzip' | 'fjp-mirror';
+
+/** The encrypted runs' keys: one random key under a short id (ids are stored in every frame). */
+export const BENCH_ENCRYPTION: Encryption = { keys: { bench: randomBytes(32) }, current: 'bench' };
 
 /** Base every this many checkpoints in the hand-rolled fast-json-patch baseline (statefold's default). */
 const FJP_BASE_EVERY = 32;
 
-function statefold(id: StrategyId, label: string, updates: 'copy' | 'immutable', policy?: Policy): Strategy {
+function statefold(
+  id: StrategyId,
+  label: string,
+  updates: 'copy' | 'immutable',
+  policy?: Policy,
+  encryption?: Encryption,
+): Strategy {
   return {
     id,
     label,
     style: updates === 'copy' ? 'mutable' : 'immutable',
     async open(store, stream) {
-      const engine = await SnapshotEngine.open({ store, stream, updates, ...(policy ? { policy } : {}) });
+      const engine = await SnapshotEngine.open({
+        store,
+        stream,
+        updates,
+        ...(policy ? { policy } : {}),
+        ...(encryption ? { encryption } : {}),
+      });
       // The engine's own promise (CheckpointInfo has kind and bytes): the call's synchronous part is the engine's alone.
       return { checkpoint: (state) => engine.checkpoint(state), close: () => engine.close() };
     },
@@ -120,6 +136,13 @@ const fjpMirror: Strategy = {
 export const STRATEGIES: Record<StrategyId, Strategy> = {
   'sf-immutable': statefold('sf-immutable', "statefold, updates: 'immutable' (immutable updates)", 'immutable'),
   'sf-copy': statefold('sf-copy', "statefold, updates: 'copy' (in-place mutation)", 'copy'),
+  'sf-copy-enc': statefold(
+    'sf-copy-enc',
+    "statefold, updates: 'copy', with encryption (AES-256-GCM)",
+    'copy',
+    undefined,
+    BENCH_ENCRYPTION,
+  ),
   'sf-full': statefold('sf-full', 'statefold full snapshots, msgpackr + lz4 (baseEvery: 1)', 'immutable', {
     baseEvery: 1,
   }),
@@ -131,6 +154,7 @@ export const STRATEGIES: Record<StrategyId, Strategy> = {
 export const SHORT: Record<StrategyId, string> = {
   'sf-immutable': 'statefold immutable',
   'sf-copy': 'statefold copy',
+  'sf-copy-enc': 'statefold copy, encrypted',
   'sf-full': 'full msgpackr+lz4',
   'json-gzip': 'full JSON+gzip',
   'fjp-mirror': 'fjp compare + mirror',
