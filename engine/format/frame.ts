@@ -5,7 +5,7 @@
  *   offset size  field
  *   0      4     magic "SFLD"
  *   4      1     format version: 1; 2 for a delta with append operations (see ops.ts); 3 for a
- *                sealed (encrypted) base or delta, which may hold appends
+ *                sealed (encrypted) frame: a base, a delta (which may hold appends), a fence
  *   5      1     kind: 1 base, 2 delta, 3 fence
  *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
  *   7      1     flags: 0; in version 3, 1 (sealed) or 3 (sealed, with a secret header)
@@ -34,7 +34,7 @@ import { StatefoldError } from '../errors.js';
 import { FIXED, FLAG_SEALED, FLAG_SECRET, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
 import { COMPRESSIONS, asBuffer } from './compression.js';
 import { addSecretHeader, fromStoredHeader, toSealedHeaders, toStoredHeader, type FrameHeader } from './header.js';
-import { unavailable, type Keyring, type SealingKey } from './keyring.js';
+import { isKeyId, unavailable, type Keyring, type SealingKey } from './keyring.js';
 import { decodeValue, encodeValue } from './values.js';
 
 export type { FrameHeader } from './header.js';
@@ -68,7 +68,7 @@ export interface Frame {
   keyId?: string;
   /**
    * A sealed frame not opened (read without its key): its header lacks meta and ledger and its
-   * payload is ciphertext, so decodePayload, decodeMeta and secretsOf refuse it KEY_UNAVAILABLE.
+   * payload is ciphertext, so decodePayload, decodeMeta and applyLedger refuse it KEY_UNAVAILABLE.
    */
   locked?: { aad: Uint8Array; secret: boolean };
 }
@@ -211,14 +211,14 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
     fail('delta frame without a valid base and parent');
   if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
   if (version === 2 && kind !== 'delta') fail(`a ${kind} frame in format version 2, which only deltas use`);
-  if (version === 3 && kind === 'fence') fail('a sealed fence (fences are never sealed)');
-  if (sealed && (typeof header.keyId !== 'string' || header.meta !== undefined || header.ledger !== undefined))
-    fail('sealed frame whose header has no key id, or holds meta or ledger in the clear');
+  if (sealed && (!isKeyId(header.keyId) || header.meta !== undefined || header.ledger !== undefined))
+    fail('sealed frame whose header has no valid key id, or holds meta or ledger in the clear');
   if (!sealed && header.keyId !== undefined) fail('a key id in a frame that is not sealed');
-  // An encrypted stream is sealed throughout: a plaintext checkpoint there is forged (or from before encryption).
-  if (!sealed && limits.keyring !== undefined && kind !== 'fence')
+  // An encrypted stream is sealed throughout, fences included (a plaintext fence on top would hide
+  // the newest checkpoint): a plaintext frame there is forged, or from before encryption.
+  if (!sealed && limits.keyring !== undefined)
     fail(
-      'a plaintext checkpoint in a stream read with encryption (forged, or written before encryption was turned on)',
+      `a plaintext ${kind === 'fence' ? 'fence' : 'checkpoint'} in a stream read with encryption (forged, or written before encryption was turned on)`,
     );
   const payload = buf.subarray(FIXED + headLength, FIXED + headLength + payloadLength);
   const frame: Frame = {

@@ -37,8 +37,10 @@ export class Keyring {
 
   private constructor(encryption: Encryption) {
     this.current = encryption.current;
-    if (typeof encryption.keys === 'function') this.#provider = encryption.keys;
-    else this.#table = encryption.keys;
+    const { keys } = encryption;
+    if (typeof keys === 'function') this.#provider = keys;
+    // Copies: a key the caller later changes or zeroes does not change what this keyring seals with.
+    else this.#table = Object.fromEntries(Object.entries(keys).map(([id, key]) => [id, ownCopy(key)]));
   }
 
   /** The keyring of an `encryption` option (undefined when encryption is off); INVALID_ARGUMENT when malformed. */
@@ -91,7 +93,7 @@ export class Keyring {
     const key = await this.#provider!(keyId, stream);
     if (key === undefined || key === null) throw new Error('the key provider has no such key');
     if (!isKey(key)) throw new Error(`the key provider returned ${describe(key)}, not a ${KEY_BYTES}-byte Uint8Array`);
-    return key;
+    return ownCopy(key);
   }
 }
 
@@ -111,10 +113,20 @@ export function unavailable(
   );
 }
 
+/** True for a key id as frames may name one: a non-empty string of at most MAX_KEY_ID_BYTES. */
+export function isKeyId(id: unknown): id is string {
+  return typeof id === 'string' && id !== '' && Buffer.byteLength(id) <= MAX_KEY_ID_BYTES;
+}
+
 function checkKeyId(id: unknown, bad: (why: string) => never): void {
   if (typeof id !== 'string' || id === '') bad(`${JSON.stringify(id) ?? String(id)} is not a non-empty string`);
   if (Buffer.byteLength(id as string) > MAX_KEY_ID_BYTES)
     bad(`${JSON.stringify(id)} is longer than ${MAX_KEY_ID_BYTES} UTF-8 bytes`);
+}
+
+/** A key in a buffer of its own (not a view into a larger one, such as Node's Buffer pool). */
+function ownCopy(key: Uint8Array): Uint8Array {
+  return new Uint8Array(key);
 }
 
 function isKey(key: unknown): key is Uint8Array {

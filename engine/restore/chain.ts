@@ -35,8 +35,8 @@ export interface ReadChain<S> {
   deltaBytes: number;
   /** The restored seq's meta as stored (msgpack), so that it need not be encoded again. */
   metaBytes: Uint8Array | undefined;
-  /** The id of the key the chain's base is sealed with (undefined when not sealed). */
-  baseKeyId: string | undefined;
+  /** The ids of the keys the chain's frames are sealed with (empty when not sealed). */
+  keyIds: Set<string>;
 }
 
 /** Options of readChain. */
@@ -159,7 +159,7 @@ export async function readChain<S>(
     deltaBytes: frames.slice(1).reduce((n, f) => n + f.bytes, 0),
     // A copy: the decoded header's bytes may be a view into the whole frame.
     metaBytes: meta === undefined ? undefined : new Uint8Array(meta),
-    baseKeyId: frames[0]!.keyId,
+    keyIds: new Set(frames.flatMap((f) => (f.keyId === undefined ? [] : [f.keyId]))),
   };
 }
 

@@ -59,6 +59,9 @@ export async function claimStream(store: Store, keys: StreamKeys, limits: FrameR
     // The tail and the newest chain are all a claim needs: list from the hinted base (log/hint.ts).
     const view = await newestView(store, keys, limits);
     const tail = view.tailFrame;
+    // An encrypted stream opened without its keys: fail before fencing the engine that has them.
+    if (tail !== undefined && view.tailSlot !== undefined)
+      assertUnlocked(tail, { stream: keys.stream, seq: tail.header.seq, key: tailKey(view.tailSlot) });
     const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
     // The next free key: the first slot after a committed tail, or the key after a fence.
     const nextSeq = tail === undefined ? 1 : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
@@ -110,6 +113,18 @@ function viewBelow(log: LogListing, fenceSeq: number): CommittedView {
   return { log, slots: log.slots.filter((s) => s.seq < fenceSeq), tailSlot: undefined, tailFrame: undefined };
 }
 
+/** A fence of `writer` at `epoch` in slot `seq`; sealed in an encrypted stream, so that none can be forged there. */
+async function fenceFrame(
+  keys: StreamKeys,
+  seq: number,
+  epoch: number,
+  writer: string,
+  limits: FrameReading,
+): Promise<Uint8Array> {
+  const header = { stream: keys.stream, seq, epoch, writer, createdAt: Date.now() };
+  return encodeFrame('fence', header, new Uint8Array(0), 1, await limits.keyring?.sealing(keys.stream));
+}
+
 /** Writes this claim's fence into slot `seq` at `key`: 'won', or what holds the key instead. */
 async function putFence(
   store: Store,
@@ -119,11 +134,7 @@ async function putFence(
   key: string,
   limits: FrameReading,
 ): Promise<'won' | 'checkpoint' | 'fence' | 'nothing'> {
-  const fence = encodeFrame(
-    'fence',
-    { stream: keys.stream, seq, epoch: id.epoch, writer: id.writer, createdAt: Date.now() },
-    new Uint8Array(0),
-  );
+  const fence = await fenceFrame(keys, seq, id.epoch, id.writer, limits);
   const there = await createOrRecognise(store, key, fence, keys.stream, seq);
   if (there === 'ours') return 'won';
   if (there === undefined) return 'nothing';
@@ -209,11 +220,7 @@ async function settleSlot(
       } else {
         // Epochs rise along a slot's keys, so that each fence's next key is new.
         const epoch = before === undefined ? id.epoch : before.epoch + 1;
-        const fence = encodeFrame(
-          'fence',
-          { stream: keys.stream, seq, epoch, writer: id.writer, createdAt: Date.now() },
-          new Uint8Array(0),
-        );
+        const fence = await fenceFrame(keys, seq, epoch, id.writer, limits);
         if ((await createOrRecognise(store, key, fence, keys.stream, seq)) === 'ours') {
           before = { epoch, ours: true };
           key = keys.afterFence(seq, epoch);

@@ -17,7 +17,7 @@ export interface Opened {
   capturer: Capturer;
   ledger: Ledger;
   sealing: SealingKey | undefined;
-  /** The first checkpoint must be a base (the newest chain is sealed with a key other than the current one). */
+  /** The first checkpoint must be a base (part of the newest chain is sealed with a key other than the current one). */
   needBase: boolean;
 }
 
@@ -44,6 +44,7 @@ export async function resume(
   };
   // After a key rotation the first checkpoint is a base in the new key: from then on the newest
   // chain needs only that key, and the old one only history (retired once retention trims it).
-  const needBase = sealing !== undefined && chain.baseKeyId !== sealing.id;
+  // (A chain can mix keys: fillers are sealed with the key of the engine that claimed.)
+  const needBase = sealing !== undefined && [...chain.keyIds].some((id) => id !== sealing.id);
   return { head, capturer, ledger: chain.ledger, sealing, needBase };
 }

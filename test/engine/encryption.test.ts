@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
+import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import {
   FileStore,
@@ -99,7 +100,7 @@ describe('encryption at rest: no stored byte holds the state', () => {
     expect(holdingCanary(await filesUnder(dir)).length).toBeGreaterThan(5);
   });
 
-  it('every checkpoint frame is format version 3, flagged sealed; fences stay plaintext', async () => {
+  it('every frame is format version 3, flagged sealed, fences included', async () => {
     const store = new MemoryStore();
     await writeStates(store, ENC, 6);
     await writeStates(store, ENC, 1); // a second open: a fence, then a checkpoint
@@ -110,7 +111,7 @@ describe('encryption at rest: no stored byte holds the state', () => {
       if (Buffer.from(bytes).toString('latin1', 0, 4) !== 'SFLD') continue;
       if (bytes[5] === 3) {
         fences++;
-        expect([bytes[4], bytes[7]]).toEqual([1, 0]);
+        expect([bytes[4], bytes[7]]).toEqual([3, 1]); // sealed: an empty body, the header authenticated
       } else expect([bytes[4], bytes[7]]).toEqual([3, 3]); // sealed, with meta in the secret header
     }
     expect(fences).toBe(2);
@@ -138,10 +139,34 @@ describe('encryption: keys', () => {
     await expectError(restore(store, STREAM, { seq: 2 }), 'KEY_UNAVAILABLE', '"k1"');
     await expectError(listCheckpoints(store, STREAM), 'KEY_UNAVAILABLE', '"k1"');
     expect((await store.list('')).sort()).toEqual(before);
-    // open claims the stream first (like any open), then cannot read it: no checkpoint is written.
+    // An open without the keys fails before it fences anyone: the engine that has them goes on.
+    const writer = await SnapshotEngine.open<{ step: number; log: string[] }>({
+      store,
+      stream: STREAM,
+      encryption: ENC,
+    });
+    const during = (await store.list('')).sort();
     await expectError(SnapshotEngine.open({ store, stream: STREAM }), 'KEY_UNAVAILABLE', '"k1"');
-    const r = await restore(store, STREAM, { encryption: ENC });
-    expect(r.seq).toBe(5);
+    expect((await store.list('')).sort(), 'no fence written').toEqual(during);
+    expect((await writer.checkpoint({ ...writer.state!, step: 6 })).seq).toBe(6);
+    await writer.close();
+    expect((await restore(store, STREAM, { encryption: ENC })).seq).toBe(6);
+  });
+
+  it("keys are copied: zeroing the caller's key after open changes nothing", async () => {
+    const store = new MemoryStore();
+    const key = new Uint8Array(K1);
+    const engine = await SnapshotEngine.open({
+      store,
+      stream: STREAM,
+      encryption: { keys: { k1: key }, current: 'k1' },
+    });
+    key.fill(0);
+    await engine.checkpoint({ text: 'after the caller zeroed its key' });
+    await engine.close();
+    expect((await restore(store, STREAM, { encryption: ENC })).state).toEqual({
+      text: 'after the caller zeroed its key',
+    });
   });
 
   it('a key id missing from the keys is KEY_UNAVAILABLE naming it; open with a current key it lacks writes nothing', async () => {
@@ -361,4 +386,42 @@ describe('encryption: moved, edited and forged objects are CORRUPT', () => {
       await expectError(restore(store, STREAM), 'CORRUPT', `flags ${flags} are not valid in format version ${version}`);
     }
   });
+
+  it('a plaintext fence forged over the newest checkpoint is CORRUPT, not a silent rollback', async () => {
+    const { store, mine } = await twoStreams();
+    const fence = forgeFrame('fence', { stream: STREAM, seq: 6, epoch: 9, writer: 'ff', createdAt: Date.now() }, null);
+    await replace(store, mine.get(6)!, fence);
+    await expectError(restore(store, STREAM, { encryption: ENC }), 'CORRUPT', 'plaintext fence', 'seq 6');
+    await expectError(SnapshotEngine.open({ store, stream: STREAM, encryption: ENC }), 'CORRUPT', 'plaintext fence');
+  });
+
+  it('a key id in a header that no key option could name (empty, too long) is CORRUPT before its key is asked for', async () => {
+    for (const keyId of ['', 'k'.repeat(129)]) {
+      const { store, mine } = await twoStreams();
+      const frame = withHeader(Buffer.from((await store.get(mine.get(6)!))!), (h) => ({ ...h, k: keyId }));
+      await replace(store, mine.get(6)!, frame);
+      const asked: string[] = [];
+      const provider: KeyProvider = (id) => {
+        asked.push(id);
+        return K1;
+      };
+      await expectError(
+        restore(store, STREAM, { encryption: { keys: provider, current: 'k1' } }),
+        'CORRUPT',
+        'no valid key id',
+      );
+      expect(asked, 'the provider is never asked for the bad id').not.toContain(keyId);
+    }
+  });
 });
+
+/** A frame with its msgpack header rewritten by `edit` (lengths and checksum fixed, the body kept). */
+function withHeader(frame: Buffer, edit: (h: Record<string, unknown>) => Record<string, unknown>): Buffer {
+  const headLength = frame.readUInt32LE(8);
+  const packr = new Packr({ useRecords: false, useFloat32: 0, variableMapSize: true });
+  const head = packr.pack(edit(packr.unpack(frame.subarray(20, 20 + headLength)) as Record<string, unknown>));
+  const out = Buffer.concat([frame.subarray(0, 20), head, frame.subarray(20 + headLength)]);
+  out.writeUInt32LE(head.length, 8);
+  out.writeUInt32LE(crc32(out.subarray(0, out.length - 4)), out.length - 4);
+  return out;
+}
