@@ -13,9 +13,16 @@ import { encodeValue, type LeafResolver } from './values.js';
 export const SLICE_MS = 0.5;
 /** About how many bytes one piece encodes: items are grouped into runs of this size. */
 const RUN_BYTES = 16 * 1024;
+/**
+ * Values smaller than this are encoded in one piece, which takes well under a slice: deltas and
+ * small bases skip the walks that plan the pieces (with many engines per process, those walks
+ * cost more than the encoding).
+ */
+const WHOLE_BYTES = 64 * 1024;
 
 /** Encodes `value` as encodeValue does, yielding to the event loop between slices. */
 export async function encodeValueInSlices(value: unknown, resolve?: LeafResolver): Promise<Uint8Array> {
+  if (sizeUpTo(value, WHOLE_BYTES) < WHOLE_BYTES) return encodeValue(value, resolve);
   const pieces: Uint8Array[] = [];
   let start = performance.now();
   const slice = async (): Promise<void> => {
