@@ -1,0 +1,209 @@
+/**
+ * verifyStream: every retained checkpoint of a stream read, verified and folded, the way a restore
+ * of each would, in one pass: a report of what restores and what does not, never a throw for
+ * damage. Objects are read a window at a time and one state is held at a time, so memory stays
+ * bounded whatever the history.
+ */
+import type { Store } from '../../storage-adapters/store.js';
+import { assertOptions, assertStore, readingOf } from '../args.js';
+import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
+import { StatefoldError, isStatefoldError } from '../errors.js';
+import { decodePayload, type Frame, type FrameReading } from '../format/frame.js';
+import type { Encryption } from '../format/keyring.js';
+import type { Op } from '../format/ops.js';
+import { committedView, type CommittedView } from '../log/committed.js';
+import { guardStore, resolveStoreTimeout } from '../log/guard.js';
+import { StreamKeys } from '../log/keys.js';
+import { listLog, tailKey, type Slot } from '../log/listing.js';
+import { mapLimit, readFrame, vanished } from '../log/read.js';
+import { applyOps, PatchMismatch } from '../restore/fold.js';
+
+/** Options of `verifyStream`. */
+export interface VerifyOptions {
+  /** Called after each checkpoint is checked, with how many are checked and how many there are. */
+  onProgress?: (progress: { checked: number; total: number }) => void;
+  /** The keys of an encrypted stream (without them, its first sealed checkpoint rejects KEY_UNAVAILABLE). */
+  encryption?: Encryption;
+  /** Aborts the reads (they then reject ABORTED). */
+  signal?: AbortSignal;
+  /** How many objects are read at once (default 16). */
+  concurrency?: number;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
+  /** Largest uncompressed frame payload accepted (default 1 GiB). */
+  maxPayloadBytes?: number;
+}
+
+/** What `verifyStream` found. */
+export interface VerifyReport {
+  stream: string;
+  /** Retained seqs checked: every seq from the oldest retained to the newest committed. */
+  checked: number;
+  /** The seqs that restore: object, chain and fold all verified. */
+  intact: number[];
+  /**
+   * The seqs that do not restore, ascending, each with why (a CORRUPT error naming stream, seq and
+   * key): its own object is damaged or missing, or its delta does not apply, or an earlier link of
+   * its chain is damaged (then the message names that seq).
+   */
+  damaged: { seq: number; error: StatefoldError }[];
+  /** The newest seq that restores (0 when none does). */
+  newestIntact: number;
+}
+
+/** Where the fold stands: the chain being folded, or why it is broken. */
+interface Chain {
+  base: number;
+  state: unknown;
+  ledger: Ledger;
+  /** The last frame folded, for the next delta's parent check. */
+  last: Frame;
+}
+
+/**
+ * Checks every retained checkpoint of `stream`: reads and verifies each object, checks each delta's
+ * link to its base and parent, and folds each chain. Rejects only for what is not damage (the store
+ * failing, a missing key, an abort); damage is reported.
+ */
+export async function verifyStream(store: Store, stream: string, options: VerifyOptions = {}): Promise<VerifyReport> {
+  assertStore(store, 'verifyStream');
+  options = assertOptions(options, 'verifyStream');
+  const reading = readingOf(options, 'verifyStream');
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'verifyStream'));
+  const keys = new StreamKeys(stream);
+  const log = await listLog(store, keys, options.signal);
+  const report: VerifyReport = { stream: keys.stream, checked: 0, intact: [], damaged: [], newestIntact: 0 };
+  let view: CommittedView;
+  let top: StatefoldError | undefined;
+  try {
+    view = await committedView(store, log, reading, options.signal);
+  } catch (err) {
+    if (!isStatefoldError(err, 'CORRUPT') || err.seq === undefined) throw err;
+    // A damaged object at the top cannot be told committed: report it, and check what is below it.
+    top = err;
+    view = { log, slots: log.slots.filter((s) => s.seq < err.seq!), tailSlot: undefined, tailFrame: undefined };
+  }
+  const slots = view.slots;
+  const first = slots[0]?.seq;
+  const newest = top?.seq ?? slots[slots.length - 1]?.seq;
+  if (first === undefined || newest === undefined) {
+    if (top !== undefined) report.damaged.push({ seq: top.seq!, error: top });
+    report.checked = report.damaged.length;
+    return report;
+  }
+  const total = newest - first + 1;
+  const bySeq = new Map(slots.map((s) => [s.seq, s]));
+  const window = options.concurrency ?? 16;
+  let chain: Chain | undefined;
+  /** The damage that broke the chain being folded, until the next base. */
+  let broken: StatefoldError | undefined;
+  for (let from = first; from <= newest; from += window) {
+    const seqs = Array.from({ length: Math.min(window, newest - from + 1) }, (_, i) => from + i);
+    const read = await mapLimit(seqs, window, (seq) => readOne(store, keys, bySeq.get(seq), seq, reading, options));
+    for (let i = 0; i < seqs.length; i++) {
+      const seq = seqs[i]!;
+      const got = seq === top?.seq ? top : read[i]!;
+      if (got === 'gone') continue; // deleted by retention since the listing: no longer retained
+      if (got instanceof StatefoldError) {
+        report.damaged.push({ seq, error: got });
+        broken = got;
+        chain = undefined;
+      } else {
+        // Its own failure (a base, or a delta on an intact chain) breaks the chain; a delta of a chain
+        // already broken only reports the seq that broke it.
+        const own = chain !== undefined || got.kind === 'base';
+        const result = fold(keys, bySeq.get(seq)!, got, chain, broken);
+        if (result instanceof StatefoldError) {
+          report.damaged.push({ seq, error: result });
+          if (own) broken = result;
+          chain = undefined;
+        } else {
+          chain = result;
+          broken = undefined;
+          report.intact.push(seq);
+          report.newestIntact = seq;
+        }
+      }
+      report.checked++;
+      options.onProgress?.({ checked: report.checked, total });
+    }
+  }
+  return report;
+}
+
+/** Reads one slot's checkpoint: its frame, the CORRUPT error that says why it is damaged or missing, or 'gone'. */
+async function readOne(
+  store: Store,
+  keys: StreamKeys,
+  slot: Slot | undefined,
+  seq: number,
+  reading: FrameReading,
+  options: VerifyOptions,
+): Promise<Frame | StatefoldError | 'gone'> {
+  if (slot === undefined)
+    return corrupt(keys, seq, keys.slot(seq), 'missing from the log (a gap between retained checkpoints)');
+  try {
+    const frame = await readFrame(store, keys, seq, tailKey(slot), reading, options.signal);
+    if (frame.kind === 'fence')
+      return corrupt(keys, seq, tailKey(slot), 'a fence where a checkpoint belongs (later seqs exist)');
+    return frame;
+  } catch (err) {
+    if (vanished(err)) return 'gone';
+    if (isStatefoldError(err, 'CORRUPT')) return err;
+    throw err;
+  }
+}
+
+/** Folds one verified frame onto the chain: the chain after it, or the error that says why it does not restore. */
+function fold(
+  keys: StreamKeys,
+  slot: Slot,
+  frame: Frame,
+  chain: Chain | undefined,
+  broken: StatefoldError | undefined,
+): Chain | StatefoldError {
+  const seq = slot.seq;
+  const key = tailKey(slot);
+  const origin = { stream: keys.stream, seq, key };
+  try {
+    if (frame.kind === 'base') {
+      return { base: seq, state: decodePayload(frame, origin), ledger: ledgerOf(frame, EMPTY_LEDGER), last: frame };
+    }
+    if (chain === undefined) {
+      const why =
+        broken !== undefined
+          ? `its chain is broken at seq ${broken.seq} (${broken.message})`
+          : `its base, seq ${frame.header.baseSeq}, is not retained`;
+      return corrupt(keys, seq, key, `does not restore: ${why}`, broken);
+    }
+    if (frame.header.baseSeq !== chain.base)
+      return corrupt(keys, seq, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${chain.base}`);
+    if (frame.header.parent !== chain.last.crc)
+      return corrupt(keys, seq, key, `delta does not apply to the stored seq ${seq - 1} (parent checksum differs)`);
+    const ops = decodePayload(frame, origin);
+    if (!Array.isArray(ops)) return corrupt(keys, seq, key, 'delta payload is not a list of operations');
+    const state = applyOps(chain.state, ops as Op[], frame.version);
+    return { base: chain.base, state, ledger: ledgerOf(frame, chain.ledger), last: frame };
+  } catch (err) {
+    if (err instanceof PatchMismatch) return corrupt(keys, seq, key, `delta does not apply: ${err.message}`, err);
+    if (isStatefoldError(err, 'CORRUPT')) return err;
+    throw err;
+  }
+
+  function ledgerOf(f: Frame, ledger: Ledger): Ledger {
+    try {
+      return applyEntries(ledger, f.header.ledger);
+    } catch (err) {
+      throw corrupt(keys, seq, key, `effect ledger: ${(err as Error).message}`, err);
+    }
+  }
+}
+
+function corrupt(keys: StreamKeys, seq: number, key: string, why: string, cause?: unknown): StatefoldError {
+  return new StatefoldError('CORRUPT', `stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): ${why}`, {
+    stream: keys.stream,
+    seq,
+    key,
+    ...(cause !== undefined && { cause }),
+  });
+}
