@@ -18,6 +18,8 @@ export { gc } from './retention.js';
 export { verifyStream } from './ops/verify.js';
 export type { VerifyOptions, VerifyReport } from './ops/verify.js';
 export { diffCheckpoints } from './ops/diff.js';
+export { listStreams } from './ops/streams.js';
+export type { ListStreamsOptions } from './ops/streams.js';
 export type { DiffOptions, PatchOperation } from './ops/diff.js';
 export type { Retention, GcReport, GcOptions } from './retention.js';
 export { DEFAULT_POLICY } from './policy.js';

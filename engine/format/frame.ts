@@ -283,6 +283,21 @@ export function assertUnlocked(frame: Frame, origin: FrameOrigin): void {
   });
 }
 
+/** The stream a stored frame names in its header, its checksum verified; undefined for anything else. */
+export function frameStream(bytes: Uint8Array): string | undefined {
+  const buf = asBuffer(bytes);
+  if (buf.byteLength < FIXED + TRAILER || buf.readUInt32LE(0) !== MAGIC) return undefined;
+  const headLength = buf.readUInt32LE(8);
+  if (FIXED + headLength > buf.byteLength - TRAILER) return undefined;
+  if (crc32(buf.subarray(0, buf.byteLength - TRAILER)) !== buf.readUInt32LE(buf.byteLength - TRAILER)) return undefined;
+  try {
+    const stream = fromStoredHeader(decodeValue(buf.subarray(FIXED, FIXED + headLength))).stream;
+    return typeof stream === 'string' ? stream : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Decompresses and decodes a verified frame's payload. */
 export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
   assertUnlocked(frame, origin);

@@ -136,3 +136,24 @@ function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   return typeof v === 'object' ? (v === null ? 'null' : 'object') : typeof v;
 }
+
+/**
+ * The stream id a readable key segment (`s.` + escaped UTF-8, see encodeStreamId) stands for, or
+ * undefined when `segment` is not one (a hashed `h.` segment names its id only inside its objects).
+ */
+export function decodeStreamSegment(segment: string): string | undefined {
+  if (!segment.startsWith('s.')) return undefined;
+  const bytes: number[] = [];
+  for (let i = 2; i < segment.length; i++) {
+    const c = segment.charCodeAt(i);
+    if (c === 0x7e) {
+      const hex = segment.slice(i + 1, i + 3);
+      if (!/^[0-9a-f]{2}$/.test(hex)) return undefined;
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else bytes.push(c);
+  }
+  const id = Buffer.from(bytes).toString('utf8');
+  // Only the segment this id encodes to (a well-formed, canonical one) names it.
+  return id.length > 0 && id.isWellFormed() && encodeStreamId(id) === segment ? id : undefined;
+}

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo } from 'statefold';
+import { SnapshotEngine, listCheckpoints, listStreams, restore, verifyStream, type CheckpointInfo } from 'statefold';
 import type { S3Store } from 'statefold/s3';
 import { holdingCanary, writeCanaryStream } from '../support/canary.js';
 import { listAll, removePrefix } from '../support/s3-cleanup.js';
@@ -230,6 +230,37 @@ function defineSuite(env: S3TestEnv): void {
       const restored = await restore(store(prefix), 'agent-secret', { encryption });
       expect(restored.state).toEqual(written);
       await expect(restore(store(prefix), 'agent-secret')).rejects.toMatchObject({ code: 'KEY_UNAVAILABLE' });
+    });
+  });
+
+  describe('operations on s3', () => {
+    it('listStreams finds readable and hashed ids; verifyStream reports a damaged delta', async () => {
+      const prefix = prefixFor('ops');
+      const s = store(prefix);
+      const long = `tenant/${'y'.repeat(200)}`;
+      const keysOf = new Map<string, string[]>();
+      for (const id of ['agent-1', 'agent/2', long]) {
+        const engine = await SnapshotEngine.open({
+          store: s,
+          stream: id,
+          policy: { baseEvery: 4, maxDeltaRatio: Infinity },
+        });
+        const keys: string[] = [];
+        for (let i = 0; i < 6; i++) keys.push((await engine.checkpoint({ id, i, pad: 'q'.repeat(200) })).key);
+        await engine.close();
+        keysOf.set(id, keys);
+      }
+      expect((await listStreams(store(prefix))).sort()).toEqual(['agent-1', 'agent/2', long].sort());
+      expect(await listStreams(store(prefix), { prefix: 'tenant/' })).toEqual([long]);
+      // Damage seq 2 of agent-1 (a delta): seqs 2-4 do not restore, the base at 5 does again.
+      const key = keysOf.get('agent-1')![1]!;
+      const bytes = Buffer.from((await s.get(key))!);
+      bytes[bytes.length - 8]! ^= 1;
+      await s.delete(key);
+      await s.putIfAbsent(key, bytes);
+      const report = await verifyStream(store(prefix), 'agent-1');
+      expect(report.damaged.map((d) => d.seq)).toEqual([2, 3, 4]);
+      expect(report.intact).toEqual([1, 5, 6]);
     });
   });
 }

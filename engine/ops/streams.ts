@@ -1,0 +1,91 @@
+/**
+ * listStreams: the streams a store holds, found by listing keys a page at a time and skipping the
+ * rest of each stream's keys once it is seen, so the requests grow with the number of streams,
+ * not with their history. Ids too long for a key segment are stored under a hash; their id is read
+ * from one of their objects (every frame header names its stream in full).
+ */
+import { createHash } from 'node:crypto';
+import type { Store } from '../../storage-adapters/store.js';
+import { assertStore } from '../args.js';
+import { StatefoldError } from '../errors.js';
+import { frameStream } from '../format/frame.js';
+import { guardStore, resolveStoreTimeout } from '../log/guard.js';
+import { decodeStreamSegment, encodeStreamId } from '../log/keys.js';
+
+/** Options of `listStreams`. */
+export interface ListStreamsOptions {
+  /** Only streams whose id starts with this string. */
+  prefix?: string;
+  /** Aborts the listing (it then rejects ABORTED). */
+  signal?: AbortSignal;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
+}
+
+/** Keys asked for per listing request. */
+const PAGE = 1000;
+
+/** The ids of the streams in `store` (those with at least one object), in key order of their encoded ids. */
+export async function listStreams(store: Store, options: ListStreamsOptions = {}): Promise<string[]> {
+  assertStore(store, 'listStreams');
+  if (options === null || typeof options !== 'object')
+    throw new StatefoldError('INVALID_ARGUMENT', 'listStreams: options must be an object');
+  const { prefix = '', signal } = options;
+  if (typeof prefix !== 'string')
+    throw new StatefoldError('INVALID_ARGUMENT', `listStreams: prefix must be a string, not a ${typeof prefix}`);
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listStreams'));
+  const ids: string[] = [];
+  // Readable ids: their encoding keeps prefixes (one escape per byte), so the listing can start at the prefix.
+  const readable = prefix === '' ? 's.' : encodeStreamId(prefix);
+  if (readable.startsWith('s.')) {
+    for (const segment of await segments(store, readable, signal)) {
+      const id = decodeStreamSegment(segment);
+      if (id !== undefined && id.startsWith(prefix)) ids.push(id);
+    }
+  }
+  // Hashed ids: read each one's id from its first object.
+  for (const segment of await segments(store, 'h.', signal)) {
+    const id = await hashedId(store, segment, signal);
+    if (id !== undefined && id.startsWith(prefix)) ids.push(id);
+  }
+  return ids;
+}
+
+/** The distinct first segments of the keys under `prefix`, each listed once. */
+async function segments(store: Store, prefix: string, signal: AbortSignal | undefined): Promise<string[]> {
+  const out = new Set<string>();
+  let startAfter: string | undefined;
+  for (;;) {
+    const page = { limit: PAGE, ...(startAfter !== undefined && { startAfter }), ...(signal && { signal }) };
+    const keys = await store.list(prefix, page);
+    let tail: string | undefined;
+    for (const key of keys) {
+      const slash = key.indexOf('/');
+      if (slash > 0) out.add((tail = key.slice(0, slash)));
+    }
+    if (keys.length < PAGE || tail === undefined) return [...out];
+    // Past every key of the last segment seen ('0' sorts right after '/'), so a long history is skipped.
+    startAfter = `${tail}0`;
+  }
+}
+
+/** The id a hashed segment stands for, from the header of its first log object (undefined when it has none). */
+async function hashedId(store: Store, segment: string, signal: AbortSignal | undefined): Promise<string | undefined> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const [key] = await store.list(`${segment}/log/`, { limit: 1, ...(signal && { signal }) });
+    if (key === undefined) return undefined;
+    const bytes = await store.get(key, signal ? { signal } : undefined);
+    if (bytes === undefined) continue; // deleted by retention meanwhile: list again
+    const stream = frameStream(bytes);
+    // The hash must match: a damaged or foreign object does not name the stream.
+    if (stream === undefined || `h.${createHash('sha256').update(stream, 'utf8').digest('hex')}` !== segment) {
+      throw new StatefoldError(
+        'CORRUPT',
+        `listStreams: ${key} does not name the stream its key is hashed from (damaged, or copied in)`,
+        { key },
+      );
+    }
+    return stream;
+  }
+  return undefined;
+}
