@@ -19,6 +19,8 @@ export { verifyStream } from './ops/verify.js';
 export type { VerifyOptions, VerifyReport } from './ops/verify.js';
 export { diffCheckpoints } from './ops/diff.js';
 export { listStreams } from './ops/streams.js';
+export { forkStream } from './ops/fork.js';
+export type { ForkOptions, ForkInfo } from './ops/fork.js';
 export type { ListStreamsOptions } from './ops/streams.js';
 export type { DiffOptions, PatchOperation } from './ops/diff.js';
 export type { Retention, GcReport, GcOptions } from './retention.js';

@@ -28,8 +28,9 @@ export async function resume(
   sealing: SealingKey | undefined,
 ): Promise<Opened> {
   const capturer = createCapturer(options.updates);
+  // A new stream starts with no effects, or with the ledger it was forked with (forkStream).
   if (claim.view.slots.length === 0)
-    return { head: EMPTY_HEAD, capturer, ledger: EMPTY_LEDGER, sealing, needBase: false };
+    return { head: EMPTY_HEAD, capturer, ledger: options.seedLedger ?? EMPTY_LEDGER, sealing, needBase: false };
   const chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits);
   capturer.seed(chain.restored.state);
   const { crc, baseSeq, baseBytes, deltaBytes } = chain;
