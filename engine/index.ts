@@ -20,6 +20,8 @@ export type { VerifyOptions, VerifyReport } from './ops/verify.js';
 export { diffCheckpoints } from './ops/diff.js';
 export { listStreams } from './ops/streams.js';
 export { forkStream } from './ops/fork.js';
+export { deleteStream } from './ops/delete.js';
+export type { DeleteStreamOptions, DeleteReport } from './ops/delete.js';
 export type { ForkOptions, ForkInfo } from './ops/fork.js';
 export type { ListStreamsOptions } from './ops/streams.js';
 export type { DiffOptions, PatchOperation } from './ops/diff.js';

@@ -32,6 +32,11 @@ export interface Store {
 
   /** Deletes the object at `key`; resolves quietly when there is none. */
   delete(key: string, options?: StoreOptions): Promise<void>;
+  /**
+   * Optional: removes what the store keeps under `prefix` besides keys (temp files of writes that
+   * crashed, empty directories). `deleteStream` calls it once every key under `prefix` is deleted.
+   */
+  removeLeftovers?(prefix: string, options?: StoreOptions): Promise<void>;
 }
 
 /** Options every store operation takes. */

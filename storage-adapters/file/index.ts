@@ -118,6 +118,34 @@ export class FileStore implements Store {
   }
 
   /**
+   * Removes the temp files and empty directories under `prefix` (a stream whose keys were all
+   * deleted: deleteStream). Files that are keys are never touched.
+   */
+  async removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    throwIfAborted('removeLeftovers', prefix, options?.signal);
+    const root = path.join(this.dir, ...prefix.split('/').filter((s) => s !== ''));
+    if (path.relative(this.dir, root).startsWith('..') || root === this.dir)
+      throw storageError('removeLeftovers', prefix, new Error('prefix must name a directory inside the store'));
+    const visit = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch (err) {
+        if (isMissing(err)) return;
+        throw storageError('removeLeftovers', prefix, err);
+      }
+      for (const entry of entries) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) await visit(full);
+        else if (entry.name.includes(TEMP_MARK) && entry.name.endsWith('.tmp')) await fs.rm(full, { force: true });
+      }
+      // Empty now unless a key is there (or was just written): then it stays.
+      await fs.rmdir(dir).catch(() => undefined);
+    };
+    await visit(root);
+  }
+
+  /**
    * Removes temp files left by writes that crashed mid-way (older than `olderThanMs`, default one
    * hour, so that writes in progress in other processes are not disturbed). Resolves how many it removed.
    */

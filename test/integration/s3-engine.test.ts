@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SnapshotEngine, listCheckpoints, listStreams, restore, verifyStream, type CheckpointInfo } from 'statefold';
+import {
+  SnapshotEngine,
+  deleteStream,
+  listCheckpoints,
+  listStreams,
+  restore,
+  verifyStream,
+  type CheckpointInfo,
+} from 'statefold';
 import type { S3Store } from 'statefold/s3';
 import { holdingCanary, writeCanaryStream } from '../support/canary.js';
 import { listAll, removePrefix } from '../support/s3-cleanup.js';
@@ -234,7 +242,7 @@ function defineSuite(env: S3TestEnv): void {
   });
 
   describe('operations on s3', () => {
-    it('listStreams finds readable and hashed ids; verifyStream reports a damaged delta', async () => {
+    it('listStreams finds readable and hashed ids; verifyStream reports a damaged delta; deleteStream removes one', async () => {
       const prefix = prefixFor('ops');
       const s = store(prefix);
       const long = `tenant/${'y'.repeat(200)}`;
@@ -261,6 +269,10 @@ function defineSuite(env: S3TestEnv): void {
       const report = await verifyStream(store(prefix), 'agent-1');
       expect(report.damaged.map((d) => d.seq)).toEqual([2, 3, 4]);
       expect(report.intact).toEqual([1, 5, 6]);
+      // deleteStream leaves nothing of a stream, and the others as they were.
+      await deleteStream(store(prefix), long);
+      expect((await listStreams(store(prefix))).sort()).toEqual(['agent-1', 'agent/2']);
+      expect(await listAll(admin, env.bucket, `${prefix}h.`)).toEqual([]);
     });
   });
 }

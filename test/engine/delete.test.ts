@@ -1,0 +1,70 @@
+import { writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FileStore, MemoryStore, SnapshotEngine, deleteStream, gc, listStreams, restore, type Store } from 'statefold';
+import { HookStore } from '../support/hook-store.js';
+import { engineStores } from '../support/stores.js';
+
+/** A stream with history, fences from several opens, hints and a retention floor. */
+async function busyStream(store: Store, stream: string): Promise<void> {
+  for (let open = 0; open < 3; open++) {
+    const engine = await SnapshotEngine.open({ store, stream, policy: { baseEvery: 4, maxDeltaRatio: Infinity } });
+    for (let i = 0; i < 10; i++) await engine.checkpoint({ stream, open, i, pad: 'z'.repeat(300) });
+    await engine.close();
+  }
+  await gc(store, stream, { keepLast: 5, minAgeMs: 0 });
+}
+
+describe('deleteStream', () => {
+  for (const { name, create } of engineStores) {
+    it(`${name}: removes every object of the stream, fences and floors included, and nothing of others`, async () => {
+      const store = await create();
+      await busyStream(store, 'doomed');
+      await busyStream(store, 'kept');
+      const keptKeys = (await store.list('')).filter((k) => !k.startsWith('s.doomed/')).sort();
+      expect((await store.list('s.doomed/')).some((k) => k.includes('/gc/'))).toBe(true);
+      const before = (await store.list('s.doomed/')).length;
+      const report = await deleteStream(store, 'doomed');
+      expect(report.deletedKeys, 'its keys, and the fence and floor the delete wrote').toBe(before + 2);
+      expect(await store.list('s.doomed/')).toEqual([]);
+      expect((await store.list('')).sort()).toEqual(keptKeys);
+      expect(await listStreams(store)).toEqual(['kept']);
+      await expect(restore(store, 'doomed')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect((await restore(store, 'kept')).seq).toBe(30);
+      // The id can be used again: a new stream from seq 1.
+      const again = await SnapshotEngine.open({ store, stream: 'doomed' });
+      expect((await again.checkpoint({ fresh: true })).seq).toBe(1);
+      await again.close();
+      expect(await deleteStream(store, 'nobody')).toEqual({ deletedKeys: 0 });
+    });
+  }
+
+  it('file: temp files of crashed writes and the empty directories go too', async () => {
+    const store = (await engineStores[1]!.create()) as FileStore;
+    await busyStream(store, 'doomed');
+    await writeFile(path.join(store.dir, 's.doomed', 'log', '0000000000000099#abcdef.tmp'), 'half a frame');
+    await deleteStream(store, 'doomed');
+    expect(await readdir(store.dir)).not.toContain('s.doomed');
+  });
+
+  it('fences a live writer first: its next checkpoint during the delete fails FENCED', async () => {
+    const inner = new MemoryStore();
+    const writer = await SnapshotEngine.open({ store: inner, stream: 'live', policy: { maxDeltaRatio: Infinity } });
+    await writer.checkpoint({ n: 0, pad: 'w'.repeat(300) });
+    let tried: unknown = 'not tried';
+    // When the delete starts deleting, the writer commits: it must find its next key fenced.
+    const store = new HookStore(inner, async (op) => {
+      if (op === 'delete' && tried === 'not tried') {
+        tried = await writer.checkpoint({ n: 1, pad: 'w'.repeat(300) }).then(
+          () => 'committed',
+          (err: { code?: string }) => err.code,
+        );
+      }
+    });
+    await deleteStream(store, 'live');
+    expect(tried).toBe('FENCED');
+    expect(await inner.list('s.live/')).toEqual([]);
+    await writer.close().catch(() => undefined);
+  });
+});
