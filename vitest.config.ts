@@ -9,6 +9,7 @@ const SLOW = [
   'test/demo/**/*.test.ts', // the crash-and-resume demo, in child processes
   'test/engine/restart.test.ts', // three agent processes, one after the other
   'test/package/**/*.test.ts', // the packed package, installed and imported from outside the repository
+  'test/cli/**/*.test.ts', // the statefold bin, run in child processes
 ];
 /** Against a real S3-compatible server (project `s3`). */
 const INTEGRATION = ['test/integration/**/*.test.ts'];
