@@ -21,6 +21,8 @@ export interface DeleteStreamOptions {
   signal?: AbortSignal;
   /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
   storeTimeoutMs?: number;
+  /** Called after each object deleted, with how many are deleted and how many were listed. */
+  onProgress?: (progress: { deleted: number; total: number }) => void;
 }
 
 /** What `deleteStream` removed. */
@@ -54,15 +56,17 @@ export async function deleteStream(
     const { fenceKey, floorKey } = await fence(store, keys, signal);
     const all = await allKeys(store, keys.root, signal);
     const last = new Set([fenceKey, floorKey]);
+    const total = deletedKeys + all.length;
+    const done = (): void => options.onProgress?.({ deleted: ++deletedKeys, total });
     for (const key of all) {
       if (last.has(key)) continue;
       await store.delete(key, opt);
-      deletedKeys++;
+      done();
     }
     // The fence, then the floor: until the floor goes, readers find no checkpoint.
     for (const key of [fenceKey, floorKey]) {
       await store.delete(key, opt);
-      deletedKeys++;
+      done();
     }
   }
   if ((await allKeys(store, keys.root, signal)).length > 0) {

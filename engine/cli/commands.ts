@@ -1,0 +1,276 @@
+/** The CLI's commands: each reads its arguments, does one thing through the public API, and prints. */
+import { readFile, writeFile } from 'node:fs/promises';
+import cliProgress from 'cli-progress';
+import { diffCheckpoints } from '../ops/diff.js';
+import { deleteStream } from '../ops/delete.js';
+import { forkStream } from '../ops/fork.js';
+import { listStreams } from '../ops/streams.js';
+import { verifyStream } from '../ops/verify.js';
+import { listCheckpoints, restore } from '../restore/index.js';
+import { gc } from '../retention.js';
+import type { Encryption } from '../format/keyring.js';
+import type { Store } from '../../storage-adapters/store.js';
+import { toJson } from './json.js';
+import { UsageError } from './store.js';
+
+/** What every command gets: its positional arguments, its flags, the store, and how to print. */
+export interface Context {
+  args: string[];
+  flags: Record<string, string | boolean | string[] | undefined>;
+  store: Store;
+  json: boolean;
+  encryption: Encryption | undefined;
+  out(text: string): void;
+}
+
+/** A command: usage line, help text, and what it does; resolves the exit code. */
+export interface Command {
+  usage: string;
+  help: string;
+  run(c: Context): Promise<number>;
+}
+
+const print = (c: Context, human: () => string, data: unknown): void =>
+  c.out(c.json ? JSON.stringify(toJson(data)) : human());
+
+function arg(c: Context, i: number, name: string): string {
+  const v = c.args[i];
+  if (v === undefined) throw new UsageError(`missing <${name}>`);
+  return v;
+}
+
+function seqFlag(c: Context, name: string): number | undefined {
+  const v = c.flags[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (typeof v !== 'string' || !Number.isSafeInteger(n) || n < 1)
+    throw new UsageError(`--${name} ${String(v)}: not a positive integer`);
+  return n;
+}
+
+function seqArg(c: Context, i: number, name: string): number {
+  const n = Number(arg(c, i, name));
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`<${name}> ${c.args[i]}: not a positive integer`);
+  return n;
+}
+
+const enc = (c: Context): { encryption?: Encryption } => (c.encryption ? { encryption: c.encryption } : {});
+
+/** A progress bar on stderr when it is a terminal (never in pipes, files or CI logs). */
+function progressBar(label: string): { update(done: number, total: number): void; stop(): void } {
+  if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
+  const bar = new cliProgress.SingleBar(
+    { stream: process.stderr, format: `${label} [{bar}] {value}/{total}`, hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  return {
+    update(done, total) {
+      if (!started) bar.start(total, 0);
+      started = true;
+      bar.setTotal(total);
+      bar.update(done);
+    },
+    stop: () => started && bar.stop(),
+  };
+}
+
+export const COMMANDS: Record<string, Command> = {
+  ls: {
+    usage: 'ls <store> [--prefix P]',
+    help: 'Lists the streams in the store (ids as given, hashed ids too), optionally those starting with P.',
+    async run(c) {
+      const prefix = typeof c.flags.prefix === 'string' ? c.flags.prefix : undefined;
+      const ids = await listStreams(c.store, prefix !== undefined ? { prefix } : {});
+      print(c, () => ids.join('\n'), ids);
+      return 0;
+    },
+  },
+  log: {
+    usage: 'log <store> <stream> [--limit N] [--before SEQ] [--all]',
+    help: 'Lists checkpoints, newest first: 20 unless --limit N or --all; --before SEQ pages back. Damaged ones are listed as such (exit 1).',
+    async run(c) {
+      const stream = arg(c, 1, 'stream');
+      const before = seqFlag(c, 'before');
+      const limit = c.flags.all === true ? undefined : (seqFlag(c, 'limit') ?? 20);
+      const list = await listCheckpoints(c.store, stream, {
+        reverse: true,
+        ...(limit !== undefined && { limit }),
+        ...(before !== undefined && { before }),
+        ...enc(c),
+      });
+      const rows = list.map((e) =>
+        e.damaged
+          ? `${String(e.seq).padStart(8)}  DAMAGED  ${e.error.message}`
+          : `${String(e.seq).padStart(8)}  ${e.kind.padEnd(5)} ${String(e.bytes).padStart(9)} B  ${new Date(e.createdAt).toISOString()}  base ${e.base}  epoch ${e.epoch}${e.filler ? '  filler' : ''}${e.effects.length ? `  effects ${e.effects.map((x) => `${x.token}:${x.status}`).join(',')}` : ''}`,
+      );
+      print(
+        c,
+        () => [`     seq  kind       bytes    created                   chain`, ...rows].join('\n'),
+        list.map((e) =>
+          e.damaged ? { seq: e.seq, damaged: true, error: { code: e.error.code, message: e.error.message } } : e,
+        ),
+      );
+      return list.some((e) => e.damaged) ? 1 : 0;
+    },
+  },
+  show: {
+    usage: 'show <store> <stream> [--seq N] [--path /json/pointer]',
+    help: 'Prints the state of the newest checkpoint (or of --seq N), or the value at --path in it, as JSON (lossless, see README).',
+    async run(c) {
+      const seq = seqFlag(c, 'seq');
+      const r = await restore(c.store, arg(c, 1, 'stream'), { ...(seq !== undefined && { seq }), ...enc(c) });
+      const path = typeof c.flags.path === 'string' ? c.flags.path : '';
+      const value = at(r.state, path);
+      const data = {
+        seq: r.seq,
+        kind: r.kind,
+        createdAt: new Date(r.createdAt).toISOString(),
+        meta: r.meta,
+        path,
+        value,
+      };
+      print(c, () => JSON.stringify(toJson(value), null, 2), data);
+      return 0;
+    },
+  },
+  diff: {
+    usage: 'diff <store> <stream> <seqA> <seqB>',
+    help: 'Prints the RFC 6902 operations that turn checkpoint seqA into seqB.',
+    async run(c) {
+      const ops = await diffCheckpoints(
+        c.store,
+        arg(c, 1, 'stream'),
+        seqArg(c, 2, 'seqA'),
+        seqArg(c, 3, 'seqB'),
+        enc(c),
+      );
+      const line = (o: (typeof ops)[number]): string =>
+        `${o.op.padEnd(7)} ${o.path}${'value' in o ? ` ${JSON.stringify(toJson(o.value))}` : ''}`;
+      print(c, () => ops.map(line).join('\n'), ops);
+      return 0;
+    },
+  },
+  verify: {
+    usage: 'verify <store> <stream>',
+    help: 'Reads, verifies and folds every retained checkpoint. Exit 1 when any does not restore.',
+    async run(c) {
+      const bar = progressBar('verify');
+      const report = await verifyStream(c.store, arg(c, 1, 'stream'), {
+        ...enc(c),
+        onProgress: (p) => bar.update(p.checked, p.total),
+      }).finally(() => bar.stop());
+      const human = (): string =>
+        [
+          `${report.checked} checked, ${report.intact.length} intact, ${report.damaged.length} damaged; newest intact seq ${report.newestIntact}`,
+          ...report.damaged.map((d) => `  seq ${d.seq}: ${d.error.message}`),
+        ].join('\n');
+      const data = {
+        ...report,
+        damaged: report.damaged.map((d) => ({ seq: d.seq, code: d.error.code, message: d.error.message })),
+      };
+      print(c, human, data);
+      return report.damaged.length > 0 ? 1 : 0;
+    },
+  },
+  restore: {
+    usage: 'restore <store> <stream> [--seq N] --out FILE',
+    help: 'Writes the state of the newest checkpoint (or --seq N) to FILE as JSON (lossless, see README); - for stdout.',
+    async run(c) {
+      const out = c.flags.out;
+      if (typeof out !== 'string') throw new UsageError('restore needs --out FILE (- for stdout)');
+      const seq = seqFlag(c, 'seq');
+      const r = await restore(c.store, arg(c, 1, 'stream'), { ...(seq !== undefined && { seq }), ...enc(c) });
+      const text = `${JSON.stringify(toJson(r.state), null, 2)}\n`;
+      if (out === '-') process.stdout.write(text);
+      else await writeFile(out, text);
+      if (out !== '-') print(c, () => `restored seq ${r.seq} (${r.kind}) to ${out}`, { seq: r.seq, kind: r.kind, out });
+      return 0;
+    },
+  },
+  gc: {
+    usage: 'gc <store> <stream> --keep-last N [--keep-for-ms MS] [--min-age-ms MS]',
+    help: 'Deletes the checkpoints the retention does not keep (and never one a kept checkpoint needs).',
+    async run(c) {
+      const keepLast = seqFlag(c, 'keep-last');
+      const keepForMs = c.flags['keep-for-ms'] === undefined ? undefined : Number(c.flags['keep-for-ms']);
+      const minAgeMs = c.flags['min-age-ms'] === undefined ? undefined : Number(c.flags['min-age-ms']);
+      if (keepLast === undefined && keepForMs === undefined)
+        throw new UsageError('gc needs --keep-last N or --keep-for-ms MS');
+      const report = await gc(c.store, arg(c, 1, 'stream'), {
+        ...(keepLast !== undefined && { keepLast }),
+        ...(keepForMs !== undefined && { keepForMs }),
+        ...(minAgeMs !== undefined && { minAgeMs }),
+      });
+      print(
+        c,
+        () =>
+          `deleted ${report.deleted.length} checkpoints (${report.deletedKeys} objects); oldest retained seq ${report.oldestRetained}`,
+        report,
+      );
+      return 0;
+    },
+  },
+  rm: {
+    usage: 'rm <store> <stream> --yes',
+    help: 'Deletes every object of the stream (fencing it first). Needs --yes.',
+    async run(c) {
+      const stream = arg(c, 1, 'stream');
+      if (c.flags.yes !== true) throw new UsageError(`rm deletes all of ${JSON.stringify(stream)}: add --yes`);
+      const bar = progressBar('rm');
+      const report = await deleteStream(c.store, stream, { onProgress: (p) => bar.update(p.deleted, p.total) }).finally(
+        () => bar.stop(),
+      );
+      print(c, () => `deleted ${JSON.stringify(stream)}: ${report.deletedKeys} objects`, report);
+      return 0;
+    },
+  },
+  fork: {
+    usage: 'fork <store> <from> <to> [--seq N]',
+    help: 'Creates stream <to> from checkpoint N (default: newest) of <from>, carrying its effect ledger.',
+    async run(c) {
+      const seq = seqFlag(c, 'seq');
+      const info = await forkStream(c.store, arg(c, 1, 'from'), arg(c, 2, 'to'), {
+        ...(seq !== undefined && { seq }),
+        ...enc(c),
+      });
+      print(
+        c,
+        () =>
+          `forked ${JSON.stringify(info.from.stream)} seq ${info.from.seq} into ${JSON.stringify(info.stream)} (${info.effects} effect records carried)`,
+        info,
+      );
+      return 0;
+    },
+  },
+};
+
+/** The value at a JSON Pointer ('' for the whole). */
+function at(root: unknown, path: string): unknown {
+  if (path === '') return root;
+  if (!path.startsWith('/')) throw new UsageError(`--path ${path}: a JSON Pointer starts with /`);
+  let v = root;
+  for (const raw of path.split('/').slice(1)) {
+    const key = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, key))
+      throw new UsageError(`--path ${path}: nothing at ${JSON.stringify(key)}`);
+    v = (v as Record<string, unknown>)[key];
+  }
+  return v;
+}
+
+/** Keys from `--key id=FILE` (32 raw bytes, or 64 hex characters) and `--current id` (default: the first). */
+export async function keysFrom(flags: Context['flags']): Promise<Encryption | undefined> {
+  const specs = flags.key === undefined ? [] : ([] as string[]).concat(flags.key as string | string[]);
+  if (specs.length === 0) return undefined;
+  const keys: Record<string, Uint8Array> = {};
+  for (const spec of specs) {
+    const eq = spec.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--key ${spec}: give id=FILE`);
+    const raw = await readFile(spec.slice(eq + 1));
+    const text = raw.toString('utf8').trim();
+    keys[spec.slice(0, eq)] = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : raw;
+  }
+  const current = typeof flags.current === 'string' ? flags.current : Object.keys(keys)[0]!;
+  return { keys, current };
+}

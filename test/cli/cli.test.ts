@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FileStore, SnapshotEngine, restore } from 'statefold';
+import { fromJson } from '../../dist/engine/cli/json.js';
+import { cli } from '../support/cli.js';
+import { tempDir } from '../support/stores.js';
+
+/** A file store with `agent-42` (10 steps, a charge at step 6, typed values) and `tenant/other`; returns the keys of agent-42. */
+async function demo(
+  dir: string,
+  encryption?: { keys: Record<string, Uint8Array>; current: string },
+): Promise<string[]> {
+  const store = new FileStore({ dir });
+  const e = await SnapshotEngine.open({
+    store,
+    stream: 'agent-42',
+    policy: { baseEvery: 4, maxDeltaRatio: Infinity },
+    ...(encryption && { encryption }),
+  });
+  const s = {
+    step: 0,
+    when: new Date(0),
+    vec: new Float32Array([1.5, -0, NaN]),
+    neg: -0,
+    messages: [] as { id: number; text: string }[],
+  };
+  const keys: string[] = [];
+  for (let i = 1; i <= 10; i++) {
+    s.step = i;
+    s.messages.push({ id: i, text: `message ${i}` });
+    if (s.messages.length > 3) s.messages.shift();
+    if (i === 6) await e.effect('charge:order-7', async () => ({ receipt: 'r-7' }));
+    keys.push((await e.checkpoint(s, { meta: { step: i } })).key);
+  }
+  await e.close();
+  const other = await SnapshotEngine.open({ store, stream: 'tenant/other' });
+  await other.checkpoint({ ok: true });
+  await other.close();
+  return keys;
+}
+
+/** Flips a byte in the middle of the object at `key` of the file store in `dir`. */
+async function damage(dir: string, key: string): Promise<void> {
+  const store = new FileStore({ dir });
+  const bytes = Buffer.from((await store.get(key))!);
+  bytes[bytes.length >> 1]! ^= 0x10;
+  await store.delete(key);
+  await store.putIfAbsent(key, bytes);
+}
+
+describe('statefold CLI on the file store', () => {
+  it('ls, log, show, diff: human and --json output', async () => {
+    const dir = await tempDir();
+    await demo(dir);
+    expect(await cli(['ls', dir])).toMatchObject({ code: 0, stdout: 'agent-42\ntenant/other\n' });
+    expect(JSON.parse((await cli(['ls', `file://${dir}`, '--prefix', 'tenant/', '--json'])).stdout)).toEqual([
+      'tenant/other',
+    ]);
+    const log = await cli(['log', dir, 'agent-42', '--limit', '3']);
+    expect(log.code).toBe(0);
+    expect(log.stdout.trim().split('\n')).toHaveLength(4);
+    const entries = JSON.parse((await cli(['log', dir, 'agent-42', '--all', '--json'])).stdout) as { seq: number }[];
+    expect(entries.map((e) => e.seq)).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+    const shown = await cli(['show', dir, 'agent-42', '--seq', '3', '--path', '/messages/2/text']);
+    expect(shown).toMatchObject({ code: 0, stdout: '"message 3"\n' });
+    const diff = await cli(['diff', dir, 'agent-42', '4', '5', '--json']);
+    expect(JSON.parse(diff.stdout)).toContainEqual({ op: 'replace', path: '/step', value: 5 });
+  });
+
+  it('restore --out writes the state losslessly: Date, typed arrays, NaN and -0 come back', async () => {
+    const dir = await tempDir();
+    await demo(dir);
+    const out = path.join(dir, '..', `restored-${randomBytes(3).toString('hex')}.json`);
+    const r = await cli(['restore', dir, 'agent-42', '--seq', '5', '--out', out]);
+    expect(r).toMatchObject({ code: 0, stdout: `restored seq 5 (base) to ${out}\n` });
+    const back = fromJson(JSON.parse(await readFile(out, 'utf8'))) as Record<string, unknown>;
+    const want = (await restore(new FileStore({ dir }), 'agent-42', { seq: 5 })).state as Record<string, unknown>;
+    expect(back).toEqual(want);
+    expect(back.when).toBeInstanceOf(Date);
+    expect(back.vec).toBeInstanceOf(Float32Array);
+    expect(Object.is((back.vec as Float32Array)[1], -0)).toBe(true);
+    expect(Number.isNaN((back.vec as Float32Array)[2])).toBe(true);
+    expect(Object.is(back.neg, -0)).toBe(true);
+  });
+
+  it('verify and log on a damaged stream: exit 1, naming the damaged seq and what it breaks', async () => {
+    const dir = await tempDir();
+    const keys = await demo(dir);
+    await damage(dir, keys[7]!); // step 8 is seq 10 (the effect took two): a delta of the chain based at 9
+    const v = await cli(['verify', dir, 'agent-42']);
+    expect(v.code).toBe(1);
+    expect(v.stdout).toMatch(/^12 checked, 9 intact, 3 damaged; newest intact seq 9\n/);
+    expect(v.stdout).toMatch(/seq 10: .*checksum mismatch/);
+    expect(v.stdout).toMatch(/seq 12: .*chain is broken at seq 10/);
+    const json = JSON.parse((await cli(['verify', dir, 'agent-42', '--json'])).stdout);
+    expect(json.damaged.map((d: { seq: number }) => d.seq)).toEqual([10, 11, 12]);
+    const log = await cli(['log', dir, 'agent-42', '--all']);
+    expect(log.code).toBe(1);
+    expect(log.stdout).toMatch(/ 10 {2}DAMAGED/);
+    expect(await cli(['verify', dir, 'tenant/other'])).toMatchObject({ code: 0 });
+  });
+
+  it('gc, fork and rm change the store as they say', async () => {
+    const dir = await tempDir();
+    await demo(dir);
+    const gc = await cli(['gc', dir, 'agent-42', '--keep-last', '2', '--min-age-ms', '0', '--json']);
+    expect(JSON.parse(gc.stdout).oldestRetained).toBe(9);
+    const fork = await cli(['fork', dir, 'agent-42', 'agent-42/retry']);
+    expect(fork).toMatchObject({ code: 0 });
+    expect(fork.stdout).toMatch(/1 effect records carried/);
+    expect((await cli(['rm', dir, 'tenant/other'])).code, 'rm without --yes').toBe(2);
+    expect(JSON.parse((await cli(['rm', dir, 'tenant/other', '--yes', '--json'])).stdout).deletedKeys).toBeGreaterThan(
+      0,
+    );
+    expect((await cli(['ls', dir])).stdout).toBe('agent-42\nagent-42/retry\n');
+  });
+
+  it('reads an encrypted stream with --key; without it, exit 3 naming the key', async () => {
+    const dir = await tempDir();
+    const key = randomBytes(32);
+    await demo(dir, { keys: { k1: key }, current: 'k1' });
+    const keyFile = path.join(dir, '..', `key-${randomBytes(3).toString('hex')}`);
+    await writeFile(keyFile, key.toString('hex'));
+    expect(await cli(['verify', dir, 'agent-42', '--key', `k1=${keyFile}`])).toMatchObject({ code: 0 });
+    const locked = await cli(['show', dir, 'agent-42']);
+    expect(locked.code).toBe(3);
+    expect(locked.stderr).toMatch(/KEY_UNAVAILABLE.*"k1"/);
+  });
+
+  it('usage: exit 2 for unknown commands, options and missing arguments; --help per command; exit 3 for a missing stream', async () => {
+    expect((await cli(['bogus'])).code).toBe(2);
+    expect((await cli(['ls'])).code).toBe(2);
+    expect((await cli(['ls', '/tmp', '--nope'])).code).toBe(2);
+    expect((await cli(['show', '/tmp', 'x', '--seq', 'zero'])).code).toBe(2);
+    expect((await cli([])).code).toBe(2);
+    const help = await cli(['verify', '--help']);
+    expect(help).toMatchObject({ code: 0 });
+    expect(help.stdout).toMatch(/^Usage: statefold verify <store> <stream>/);
+    const dir = await tempDir();
+    const missing = await cli(['show', dir, 'nobody']);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/NOT_FOUND/);
+  });
+});
