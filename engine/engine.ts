@@ -25,7 +25,7 @@ import type { ResolvedPolicy } from './policy.js';
 import type { GcReport, Retention } from './retention.js';
 import { claimStream, type Claim } from './writer/claim.js';
 import { SlotWriter } from './writer/commit.js';
-import { resume, type Opened } from './writer/resume.js';
+import { resume, type Opened, type Repair } from './writer/resume.js';
 import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
@@ -40,6 +40,8 @@ export class SnapshotEngine<S = unknown> {
   readonly stream: string;
   /** The writer epoch this engine claimed the stream with. */
   readonly epoch: number;
+  /** Opened with `repair: true` on a damaged newest chain: the seq it started from and what it passed over. */
+  readonly repaired: Repair | undefined;
   readonly updates: UpdateMode;
   readonly policy: ResolvedPolicy;
   readonly #capturer: Capturer;
@@ -58,6 +60,7 @@ export class SnapshotEngine<S = unknown> {
     this.store = userStore;
     this.stream = keys.stream;
     this.epoch = claim.epoch;
+    this.repaired = opened.repaired;
     this.updates = options.updates;
     this.policy = policy;
     this.#capturer = opened.capturer;
@@ -97,7 +100,7 @@ export class SnapshotEngine<S = unknown> {
     const { store, limits } = resolved;
     // The key new checkpoints are sealed with, fetched before the claim: a missing key fences no one.
     const sealing = await limits.keyring?.sealing(resolved.keys.stream);
-    const claim = await claimStream(store, resolved.keys, limits);
+    const claim = await claimStream(store, resolved.keys, limits, resolved.repair);
     return new SnapshotEngine<S>(resolved, options.store, claim, await resume(resolved, claim, sealing));
   }
 

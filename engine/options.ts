@@ -50,6 +50,12 @@ export interface EngineOptions {
    * checkpoint in it must be sealed (a plaintext one is CORRUPT). See README, Encryption.
    */
   encryption?: Encryption;
+  /**
+   * When the newest chain is damaged (open would reject CORRUPT), start from the newest intact
+   * checkpoint instead: the engine's state is that checkpoint's, its first checkpoint a base at
+   * the next seq, and `engine.repaired` says what was passed over. Off by default: damage is an error.
+   */
+  repair?: boolean;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -78,6 +84,7 @@ export interface ResolvedEngineOptions {
   effectRetention: Required<EffectRetention>;
   /** The ledger a stream with no checkpoint starts with (see SEED_LEDGER). */
   seedLedger: Ledger | undefined;
+  repair: boolean;
 }
 
 /** Checks `options` and fills defaults; INVALID_ARGUMENT names the first bad option. */
@@ -118,5 +125,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     onPendingEffect,
     effectRetention,
     seedLedger: (options as { [SEED_LEDGER]?: Ledger })[SEED_LEDGER],
+    repair: options.repair === true,
   };
 }

@@ -57,7 +57,10 @@ export async function deleteStream(
     const all = await allKeys(store, keys.root, signal);
     const last = new Set([fenceKey, floorKey]);
     const total = deletedKeys + all.length;
-    const done = (): void => options.onProgress?.({ deleted: ++deletedKeys, total });
+    const done = (): void => {
+      deletedKeys++;
+      options.onProgress?.({ deleted: deletedKeys, total });
+    };
     for (const key of all) {
       if (last.has(key)) continue;
       await store.delete(key, opt);

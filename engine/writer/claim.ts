@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, isStatefoldError } from '../errors.js';
 import { assertUnlocked, decodeFrame, encodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { SealingKey } from '../format/keyring.js';
 import { encodeValue } from '../format/values.js';
@@ -26,6 +26,7 @@ import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { openFrame } from '../log/read.js';
 import { sameBytes, sleep, wrapStorage } from './commit.js';
+import { damagedTail, withRepairHint } from './repair.js';
 
 /** A claimed stream: the committed view after the claim, and where this engine writes next. */
 export interface Claim {
@@ -52,12 +53,34 @@ interface Identity {
   writer: string;
 }
 
-/** Claims `keys.stream` with a new writer epoch, fencing any engine that had it. */
-export async function claimStream(store: Store, keys: StreamKeys, limits: FrameReading): Promise<Claim> {
+/**
+ * Claims `keys.stream` with a new writer epoch, fencing any engine that had it. With `repair`, a
+ * damaged newest object is taken as a committed checkpoint (that does not restore): the claim
+ * fences the slot after it, and the engine opens on what is below (resume.ts).
+ */
+export async function claimStream(
+  store: Store,
+  keys: StreamKeys,
+  limits: FrameReading,
+  repair = false,
+): Promise<Claim> {
   const writer = randomBytes(8).toString('hex');
   for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
     // The tail and the newest chain are all a claim needs: list from the hinted base (log/hint.ts).
-    const view = await newestView(store, keys, limits);
+    const view = await newestView(store, keys, limits).catch(async (err: unknown) => {
+      if (!isStatefoldError(err, 'CORRUPT') || err.seq === undefined) throw err;
+      if (!repair) throw withRepairHint(err);
+      return damagedTail(store, keys, err.seq);
+    });
+    if (view.tailFrame === undefined && view.tailSlot !== undefined) {
+      // The damaged tail (repair): fence the slot after it.
+      const nextSeq = view.tailSlot.seq + 1;
+      const id: Identity = { stream: keys.stream, epoch: Math.floor(Date.now() / 1000), writer };
+      if ((await putFence(store, keys, id, nextSeq, keys.slot(nextSeq), limits)) === 'won')
+        return { epoch: id.epoch, writer, view, nextKey: keys.afterFence(nextSeq, id.epoch) };
+      await sleep(Math.min(50, 2 ** attempt) * Math.random());
+      continue;
+    }
     const tail = view.tailFrame;
     // An encrypted stream opened without its keys: fail before fencing the engine that has them.
     if (tail !== undefined && view.tailSlot !== undefined)

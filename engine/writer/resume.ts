@@ -5,11 +5,15 @@
  */
 import { createCapturer, type Capturer } from '../capture/index.js';
 import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
+import { isStatefoldError } from '../errors.js';
 import type { SealingKey } from '../format/keyring.js';
 import type { ResolvedEngineOptions } from '../options.js';
-import { readChain } from '../restore/chain.js';
+import { readChain, type ReadChain } from '../restore/chain.js';
 import type { Claim } from './claim.js';
+import { repair, withRepairHint, type Repair } from './repair.js';
 import { EMPTY_HEAD, type Head } from './queue.js';
+
+export type { Repair } from './repair.js';
 
 /** What an engine opens with. */
 export interface Opened {
@@ -19,6 +23,8 @@ export interface Opened {
   sealing: SealingKey | undefined;
   /** The first checkpoint must be a base (part of the newest chain is sealed with a key other than the current one). */
   needBase: boolean;
+  /** Opened with `repair` on a damaged newest chain: what it started from instead, and what it passed over. */
+  repaired?: Repair;
 }
 
 /** Reads the newest chain below the claim's fence, and what the engine needs to go on writing it. */
@@ -31,7 +37,14 @@ export async function resume(
   // A new stream starts with no effects, or with the ledger it was forked with (forkStream).
   if (claim.view.slots.length === 0)
     return { head: EMPTY_HEAD, capturer, ledger: options.seedLedger ?? EMPTY_LEDGER, sealing, needBase: false };
-  const chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits);
+  let chain: ReadChain<unknown>;
+  try {
+    chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits);
+  } catch (err) {
+    if (!isStatefoldError(err, 'CORRUPT')) throw err;
+    if (options.repair) return repair(options, claim, sealing, err);
+    throw withRepairHint(err);
+  }
   capturer.seed(chain.restored.state);
   const { crc, baseSeq, baseBytes, deltaBytes } = chain;
   const head: Head = {
