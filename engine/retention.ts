@@ -36,6 +36,8 @@ export interface GcOptions {
   now?: number;
   /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
   storeTimeoutMs?: number;
+  /** Called after each checkpoint deleted, with how many are deleted and how many will be. */
+  onProgress?: (progress: { deleted: number; total: number }) => void;
 }
 
 /** Default grace for readers, in milliseconds. */
@@ -106,7 +108,7 @@ async function collect(
   keys: StreamKeys,
   retention: Required<Retention>,
   limits: FrameLimits,
-  options: { signal?: AbortSignal; now?: number },
+  options: Pick<GcOptions, 'signal' | 'now' | 'onProgress'>,
 ): Promise<GcReport> {
   const { keepLast, keepForMs, minAgeMs } = retention;
   const log = await listLog(store, keys, options.signal);
@@ -164,10 +166,12 @@ async function collect(
   // commit. So only each slot's last key, its checkpoint, is deleted.
   let deletedKeys = 0;
   const deleted: number[] = [];
-  for (const slot of slots.filter((s) => s.seq < floor).reverse()) {
+  const doomed = slots.filter((s) => s.seq < floor).reverse();
+  for (const slot of doomed) {
     await store.delete(tailKey(slot), signalOpt);
     deletedKeys++;
     deleted.unshift(slot.seq);
+    options.onProgress?.({ deleted: deleted.length, total: doomed.length });
   }
   // An earlier gc interrupted after its floor: its older floor key is still there, and slots
   // between the two floors may keep a checkpoint (or only their fences): read to tell.

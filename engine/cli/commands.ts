@@ -57,10 +57,15 @@ function seqArg(c: Context, i: number, name: string): number {
 const enc = (c: Context): { encryption?: Encryption } => (c.encryption ? { encryption: c.encryption } : {});
 
 /** A progress bar on stderr when it is a terminal (never in pipes, files or CI logs). */
-function progressBar(label: string): { update(done: number, total: number): void; stop(): void } {
+function progressBar(label: string, unit = ''): { update(done: number, total: number): void; stop(): void } {
   if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
   const bar = new cliProgress.SingleBar(
-    { stream: process.stderr, format: `${label} [{bar}] {value}/{total}`, hideCursor: true, clearOnComplete: true },
+    {
+      stream: process.stderr,
+      format: `${label} [{bar}] {value}/{total}${unit && ` ${unit}`}`,
+      hideCursor: true,
+      clearOnComplete: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   let started = false;
@@ -81,7 +86,11 @@ export const COMMANDS: Record<string, Command> = {
     help: 'Lists the streams in the store (ids as given, hashed ids too), optionally those starting with P.',
     async run(c) {
       const prefix = typeof c.flags.prefix === 'string' ? c.flags.prefix : undefined;
-      const ids = await listStreams(c.store, prefix !== undefined ? { prefix } : {});
+      const bar = progressBar('ls', 'streams found');
+      const ids = await listStreams(c.store, {
+        ...(prefix !== undefined && { prefix }),
+        onProgress: (p) => bar.update(p.found, p.found),
+      }).finally(() => bar.stop());
       print(c, () => ids.join('\n'), ids);
       return 0;
     },
@@ -197,11 +206,17 @@ export const COMMANDS: Record<string, Command> = {
       const minAgeMs = c.flags['min-age-ms'] === undefined ? undefined : Number(c.flags['min-age-ms']);
       if (keepLast === undefined && keepForMs === undefined)
         throw new UsageError('gc needs --keep-last N or --keep-for-ms MS');
-      const report = await gc(c.store, arg(c, 1, 'stream'), {
-        ...(keepLast !== undefined && { keepLast }),
-        ...(keepForMs !== undefined && { keepForMs }),
-        ...(minAgeMs !== undefined && { minAgeMs }),
-      });
+      const bar = progressBar('gc');
+      const report = await gc(
+        c.store,
+        arg(c, 1, 'stream'),
+        {
+          ...(keepLast !== undefined && { keepLast }),
+          ...(keepForMs !== undefined && { keepForMs }),
+          ...(minAgeMs !== undefined && { minAgeMs }),
+        },
+        { onProgress: (p) => bar.update(p.deleted, p.total) },
+      ).finally(() => bar.stop());
       print(
         c,
         () =>

@@ -20,6 +20,8 @@ export interface ListStreamsOptions {
   signal?: AbortSignal;
   /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
   storeTimeoutMs?: number;
+  /** Called after each listing request, with the streams found so far. */
+  onProgress?: (progress: { found: number }) => void;
 }
 
 /** Keys asked for per listing request. */
@@ -38,13 +40,14 @@ export async function listStreams(store: Store, options: ListStreamsOptions = {}
   // Readable ids: their encoding keeps prefixes (one escape per byte), so the listing can start at the prefix.
   const readable = prefix === '' ? 's.' : encodeStreamId(prefix);
   if (readable.startsWith('s.')) {
-    for (const segment of await segments(store, readable, signal)) {
+    for (const segment of await segments(store, readable, signal, (n) => options.onProgress?.({ found: n }))) {
       const id = decodeStreamSegment(segment);
       if (id !== undefined && id.startsWith(prefix)) ids.push(id);
     }
   }
   // Hashed ids: read each one's id from its first object.
-  for (const segment of await segments(store, 'h.', signal)) {
+  const before = ids.length;
+  for (const segment of await segments(store, 'h.', signal, (n) => options.onProgress?.({ found: before + n }))) {
     const id = await hashedId(store, segment, signal);
     if (id !== undefined && id.startsWith(prefix)) ids.push(id);
   }
@@ -52,7 +55,12 @@ export async function listStreams(store: Store, options: ListStreamsOptions = {}
 }
 
 /** The distinct first segments of the keys under `prefix`, each listed once. */
-async function segments(store: Store, prefix: string, signal: AbortSignal | undefined): Promise<string[]> {
+async function segments(
+  store: Store,
+  prefix: string,
+  signal: AbortSignal | undefined,
+  progress: (found: number) => void,
+): Promise<string[]> {
   const out = new Set<string>();
   let startAfter: string | undefined;
   for (;;) {
@@ -63,6 +71,7 @@ async function segments(store: Store, prefix: string, signal: AbortSignal | unde
       const slash = key.indexOf('/');
       if (slash > 0) out.add((tail = key.slice(0, slash)));
     }
+    progress(out.size);
     if (keys.length < PAGE || tail === undefined) return [...out];
     // Past every key of the last segment seen ('0' sorts right after '/'), so a long history is skipped.
     startAfter = `${tail}0`;
