@@ -20,6 +20,9 @@ export async function openStore(spec: string, flags: S3Flags): Promise<{ store: 
     const bucket = slash < 0 ? rest : rest.slice(0, slash);
     const prefix = slash < 0 ? '' : rest.slice(slash + 1);
     if (bucket === '') throw new UsageError(`store ${spec}: no bucket (s3://bucket/prefix)`);
+    // The SDK prints a notice about Node versions on every start; one per command would bury the
+    // output (the library itself leaves it on). Set the variable yourself to choose otherwise.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const { S3Store } = await import('../../storage-adapters/s3/index.js');
     const endpoint = flags.endpoint ?? process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL;
     const region = flags.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;

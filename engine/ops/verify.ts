@@ -172,7 +172,7 @@ function fold(
     if (chain === undefined) {
       const why =
         broken !== undefined
-          ? `its chain is broken at seq ${broken.seq} (${broken.message})`
+          ? `its chain is broken at seq ${broken.seq}`
           : `its base, seq ${frame.header.baseSeq}, is not retained`;
       return corrupt(keys, seq, key, `does not restore: ${why}`, broken);
     }
