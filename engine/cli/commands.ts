@@ -282,7 +282,9 @@ export async function keysFrom(flags: Context['flags']): Promise<Encryption | un
   for (const spec of specs) {
     const eq = spec.indexOf('=');
     if (eq <= 0) throw new UsageError(`--key ${spec}: give id=FILE`);
-    const raw = await readFile(spec.slice(eq + 1));
+    const raw = await readFile(spec.slice(eq + 1)).catch((err: Error) => {
+      throw new UsageError(`--key ${spec}: ${err.message}`);
+    });
     const text = raw.toString('utf8').trim();
     keys[spec.slice(0, eq)] = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex') : raw;
   }

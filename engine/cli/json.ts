@@ -2,7 +2,7 @@
  * Lossless JSON for states printed by the CLI. JSON has no form for Date, typed arrays, NaN,
  * Infinity, -0, or strings with lone surrogates; each becomes an object with the one key `$sf`
  * naming its type and `v` its value (`{"$sf":"Date","v":"2026-12-04T06:00:00.000Z"}`,
- * `{"$sf":"Float32Array","v":"<base64 of its bytes, little-endian>"}`, `{"$sf":"-0"}`,
+ * `{"$sf":"Float32Array","v":"<base64 of its bytes, little-endian>"}` (a Buffer is `"Buffer"`), `{"$sf":"-0"}`,
  * `{"$sf":"NaN"}`, `{"$sf":"Infinity"}`, `{"$sf":"-Infinity"}`). An object of the caller's that
  * happens to have a `$sf` key is wrapped as `{"$sf":"Object","v":{...}}`, so `fromJson` undoes
  * exactly what `toJson` did.
@@ -60,6 +60,7 @@ export function fromJson(value: unknown): unknown {
     if (tag === 'Date') return new Date(obj.v === null ? NaN : (obj.v as string));
     if (tag === 'UTF16') return Buffer.from(obj.v as string, 'base64').toString('utf16le');
     if (tag === 'Object') return plain(obj.v as Record<string, unknown>);
+    if (tag === 'Buffer') return Buffer.from(obj.v as string, 'base64');
     const Typed = TYPED[tag];
     if (Typed !== undefined) {
       const bytes = Buffer.from(obj.v as string, 'base64');

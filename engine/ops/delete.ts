@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertStore } from '../args.js';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, isStatefoldError } from '../errors.js';
 import { DEFAULT_LIMITS, encodeFrame } from '../format/frame.js';
 import { committedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
@@ -109,16 +109,29 @@ async function fence(
 ): Promise<{ fenceKey: string; floorKey: string }> {
   const opt = signal ? { signal } : undefined;
   const writer = randomBytes(8).toString('hex');
-  const view = await committedView(store, await listLog(store, keys, signal), DEFAULT_LIMITS, signal);
-  const tail = view.tailFrame;
-  const epoch = (tail?.header.epoch ?? 0) + 1;
-  let seq = tail === undefined ? 1 : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
-  let key =
-    tail === undefined
-      ? keys.slot(1)
-      : tail.kind === 'fence'
-        ? keys.afterFence(seq, tail.header.epoch)
-        : keys.slot(seq);
+  const log = await listLog(store, keys, signal);
+  let seq: number;
+  let key: string;
+  let epoch: number;
+  try {
+    const tail = (await committedView(store, log, DEFAULT_LIMITS, signal)).tailFrame;
+    epoch = (tail?.header.epoch ?? 0) + 1;
+    seq = tail === undefined ? Math.max(1, log.floor) : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
+    key =
+      tail === undefined
+        ? keys.slot(seq)
+        : tail.kind === 'fence'
+          ? keys.afterFence(seq, tail.header.epoch)
+          : keys.slot(seq);
+  } catch (err) {
+    if (!isStatefoldError(err, 'CORRUPT')) throw err;
+    // The newest object is damaged (the streams that most need deleting): fence the slot above every listed one.
+    seq = (log.slots[log.slots.length - 1]?.seq ?? 0) + 1;
+    key = keys.slot(seq);
+    epoch = 1;
+    for (const slot of log.slots)
+      for (const k of slot.keys) epoch = Math.max(epoch, (keys.parse(k)?.afterEpoch ?? 0) + 1);
+  }
   for (let attempt = 0; attempt < MAX_FENCE_TRIES; attempt++) {
     const header = { stream: keys.stream, seq, epoch, writer, createdAt: Date.now() };
     if (await store.putIfAbsent(key, encodeFrame('fence', header, new Uint8Array(0)), opt)) {

@@ -13,6 +13,7 @@ import { StreamKeys } from '../log/keys.js';
 import { SEED_LEDGER, type EngineOptions } from '../options.js';
 import { restore } from '../restore/index.js';
 import { SnapshotEngine } from '../engine.js';
+import { deleteStream } from './delete.js';
 
 /** Options of `forkStream`. */
 export interface ForkOptions {
@@ -87,9 +88,17 @@ export async function forkStream(store: Store, from: string, to: string, options
         stream: to,
       });
     }
-    const info = await engine.checkpoint(restored.state, { meta: restored.meta });
+    let info;
+    try {
+      info = await engine.checkpoint(restored.state, { meta: restored.meta });
+    } catch (err) {
+      // Leave no half-made fork (its fence alone) that a retry would find "already exists".
+      await engine.close().catch(() => undefined);
+      await deleteStream(store, to).catch(() => undefined);
+      throw err;
+    }
     return { stream: to, seq: info.seq, from: { stream: from, seq: restored.seq }, effects: ledger.size };
   } finally {
-    await engine.close();
+    await engine.close().catch(() => undefined);
   }
 }

@@ -78,23 +78,21 @@ async function segments(
   }
 }
 
-/** The id a hashed segment stands for, from the header of its first log object (undefined when it has none). */
+/** Log objects read, at most, to find a hashed stream's id (one damaged object must not hide it). */
+const ID_TRIES = 5;
+
+/**
+ * The id a hashed segment stands for, from the header of one of its first log objects that names
+ * it (undefined when none does: no log objects, or all of the first few damaged or foreign).
+ */
 async function hashedId(store: Store, segment: string, signal: AbortSignal | undefined): Promise<string | undefined> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const [key] = await store.list(`${segment}/log/`, { limit: 1, ...(signal && { signal }) });
-    if (key === undefined) return undefined;
+  const keys = await store.list(`${segment}/log/`, { limit: ID_TRIES, ...(signal && { signal }) });
+  for (const key of keys.slice(0, ID_TRIES)) {
     const bytes = await store.get(key, signal ? { signal } : undefined);
-    if (bytes === undefined) continue; // deleted by retention meanwhile: list again
+    if (bytes === undefined) continue; // deleted by retention meanwhile
     const stream = frameStream(bytes);
-    // The hash must match: a damaged or foreign object does not name the stream.
-    if (stream === undefined || `h.${createHash('sha256').update(stream, 'utf8').digest('hex')}` !== segment) {
-      throw new StatefoldError(
-        'CORRUPT',
-        `listStreams: ${key} does not name the stream its key is hashed from (damaged, or copied in)`,
-        { key },
-      );
-    }
-    return stream;
+    if (stream !== undefined && `h.${createHash('sha256').update(stream, 'utf8').digest('hex')}` === segment)
+      return stream;
   }
   return undefined;
 }

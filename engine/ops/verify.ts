@@ -103,7 +103,12 @@ export async function verifyStream(store: Store, stream: string, options: Verify
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]!;
       const got = seq === top?.seq ? top : read[i]!;
-      if (got === 'gone') continue; // deleted by retention since the listing: no longer retained
+      if (got === 'gone') {
+        // Deleted by retention since the listing: no longer retained, not damage.
+        report.checked++;
+        options.onProgress?.({ checked: report.checked, total });
+        continue;
+      }
       if (got instanceof StatefoldError) {
         report.damaged.push({ seq, error: got });
         broken = got;

@@ -38,6 +38,8 @@ export interface Claim {
   view: CommittedView;
   /** The key of this engine's first commit: the one after its fence. */
   nextKey: string;
+  /** The seq of that first commit: the slot of its fence. */
+  seq: number;
 }
 
 const MAX_CLAIM_ATTEMPTS = 64;
@@ -67,17 +69,19 @@ export async function claimStream(
   const writer = randomBytes(8).toString('hex');
   for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
     // The tail and the newest chain are all a claim needs: list from the hinted base (log/hint.ts).
-    const view = await newestView(store, keys, limits).catch(async (err: unknown) => {
+    let view: CommittedView;
+    try {
+      view = await newestView(store, keys, limits);
+    } catch (err) {
       if (!isStatefoldError(err, 'CORRUPT') || err.seq === undefined) throw err;
       if (!repair) throw withRepairHint(err);
-      return damagedTail(store, keys, err.seq);
-    });
-    if (view.tailFrame === undefined && view.tailSlot !== undefined) {
-      // The damaged tail (repair): fence the slot after it.
-      const nextSeq = view.tailSlot.seq + 1;
-      const id: Identity = { stream: keys.stream, epoch: Math.floor(Date.now() / 1000), writer };
-      if ((await putFence(store, keys, id, nextSeq, keys.slot(nextSeq), limits)) === 'won')
-        return { epoch: id.epoch, writer, view, nextKey: keys.afterFence(nextSeq, id.epoch) };
+      // The newest object is damaged: fence after it, and open on what is below (resume.ts).
+      const damaged = await damagedTail(store, keys, err.seq, limits);
+      const id: Identity = { stream: keys.stream, epoch: damaged.epoch, writer };
+      if ((await putFence(store, keys, id, damaged.nextSeq, damaged.nextKey, limits)) === 'won') {
+        const nextKey = keys.afterFence(damaged.nextSeq, id.epoch);
+        return { epoch: id.epoch, writer, view: damaged.view, nextKey, seq: damaged.nextSeq };
+      }
       await sleep(Math.min(50, 2 ** attempt) * Math.random());
       continue;
     }
@@ -87,10 +91,12 @@ export async function claimStream(
       assertUnlocked(tail, { stream: keys.stream, seq: tail.header.seq, key: tailKey(view.tailSlot) });
     const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
     // The next free key: the first slot after a committed tail, or the key after a fence.
-    const nextSeq = tail === undefined ? 1 : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
+    // An empty log starts at 1, or at its retention floor (a stream deleted by an interrupted deleteStream).
+    const nextSeq =
+      tail === undefined ? Math.max(1, view.log.floor) : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
     const nextKey =
       tail === undefined
-        ? keys.slot(1)
+        ? keys.slot(nextSeq)
         : tail.kind === 'fence'
           ? keys.afterFence(nextSeq, tail.header.epoch)
           : keys.slot(nextSeq);
@@ -101,7 +107,7 @@ export async function claimStream(
         tail?.kind === 'fence' && view.slots.length > 0
           ? await fillBelow(store, keys, id, nextSeq, limits, view.log.from)
           : view;
-      return { epoch: id.epoch, writer, view: settled, nextKey: keys.afterFence(nextSeq, id.epoch) };
+      return { epoch: id.epoch, writer, view: settled, nextKey: keys.afterFence(nextSeq, id.epoch), seq: nextSeq };
     }
     // Lost the next key to a commit: a writer is committing, perhaps as fast as it can. Jump ahead
     // of it (there is a committed checkpoint to fill from). Lost to a fence, another claim is racing
@@ -115,6 +121,7 @@ export async function claimStream(
           writer,
           view: await fillBelow(store, keys, id, target, limits, view.log.from),
           nextKey: keys.afterFence(target, id.epoch),
+          seq: target,
         };
       }
     }

@@ -10,8 +10,9 @@ import { StatefoldError } from '../errors.js';
 import type { SealingKey } from '../format/keyring.js';
 import { encodeValue } from '../format/values.js';
 import type { CommittedView } from '../log/committed.js';
+import { decodeFrame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
-import { listLog } from '../log/listing.js';
+import { listLog, tailKey } from '../log/listing.js';
 import type { ResolvedEngineOptions } from '../options.js';
 import { restoreIntact } from '../restore/skip-damaged.js';
 import type { Claim } from './claim.js';
@@ -42,24 +43,59 @@ export function withRepairHint(err: StatefoldError): StatefoldError {
   );
 }
 
+/** Where a repairing claim fences: the damaged newest seq's view, and the slot and key after it. */
+export interface DamagedTail {
+  /** Every slot up to the damaged one, taken as committed; the damaged one last (no tail frame). */
+  view: CommittedView;
+  nextSeq: number;
+  nextKey: string;
+  /** An epoch above every one the key names show. */
+  epoch: number;
+}
+
 /**
- * A view of a log whose newest object, at `seq`, cannot be read: every slot up to it taken as
- * committed, the damaged one last (no tail frame), for a claim that repairs.
+ * Where a claim that repairs fences, when the newest object of a log, at `seq`, cannot be read:
+ * the slot after it, or, when an engine that never committed left a fence there, the key after
+ * that fence. Fences further up (claims that jumped ahead of a writer and crashed) are refused.
  */
-export async function damagedTail(store: Store, keys: StreamKeys, seq: number): Promise<CommittedView> {
+export async function damagedTail(
+  store: Store,
+  keys: StreamKeys,
+  seq: number,
+  limits: FrameReading,
+): Promise<DamagedTail> {
   const log = await listLog(store, keys);
   const slots = log.slots.filter((s) => s.seq <= seq);
   const tailSlot = slots[slots.length - 1];
-  if (tailSlot?.seq !== seq)
+  const above = log.slots.filter((s) => s.seq > seq);
+  const fail = (why: string): never => {
     throw new StatefoldError(
       'CORRUPT',
-      `open stream ${JSON.stringify(keys.stream)}: seq ${seq} is damaged and not the newest`,
+      `open stream ${JSON.stringify(keys.stream)} (repair): seq ${seq} is damaged ${why}`,
       {
         stream: keys.stream,
         seq,
       },
     );
-  return { log, slots, tailSlot, tailFrame: undefined };
+  };
+  if (tailSlot?.seq !== seq) fail('and not listed');
+  let epoch = 0;
+  for (const slot of log.slots) for (const key of slot.keys) epoch = Math.max(epoch, keys.parse(key)?.afterEpoch ?? 0);
+  let nextKey = keys.slot(seq + 1);
+  if (above.length > 1 || (above.length === 1 && above[0]!.seq !== seq + 1))
+    fail(
+      `and fences stand at seqs ${above.map((s) => s.seq).join(', ')} above it (claims that never committed): fork or delete the stream`,
+    );
+  if (above.length === 1) {
+    const key = tailKey(above[0]!);
+    const bytes = await store.get(key);
+    if (bytes === undefined) fail(`and the fence above it vanished while reading (open again)`);
+    const frame = decodeFrame(bytes!, { stream: keys.stream, key, seq: seq + 1 }, limits);
+    if (frame.kind !== 'fence') fail(`yet seq ${seq + 1} holds a checkpoint`);
+    nextKey = keys.afterFence(seq + 1, frame.header.epoch);
+    epoch = Math.max(epoch, frame.header.epoch);
+  }
+  return { view: { log, slots, tailSlot, tailFrame: undefined }, nextSeq: seq + 1, nextKey, epoch: epoch + 1 };
 }
 
 /**

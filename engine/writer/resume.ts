@@ -36,7 +36,14 @@ export async function resume(
   const capturer = createCapturer(options.updates);
   // A new stream starts with no effects, or with the ledger it was forked with (forkStream).
   if (claim.view.slots.length === 0)
-    return { head: EMPTY_HEAD, capturer, ledger: options.seedLedger ?? EMPTY_LEDGER, sealing, needBase: false };
+    // Below its first commit's seq (1, or the floor of a stream recreated after an interrupted delete).
+    return {
+      head: { ...EMPTY_HEAD, seq: claim.seq - 1 },
+      capturer,
+      ledger: options.seedLedger ?? EMPTY_LEDGER,
+      sealing,
+      needBase: false,
+    };
   let chain: ReadChain<unknown>;
   try {
     chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits);

@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileStore, SnapshotEngine, restore } from 'statefold';
-import { fromJson } from '../../dist/engine/cli/json.js';
+import { fromJson, toJson } from '../../dist/engine/cli/json.js';
 import { cli } from '../support/cli.js';
 import { tempDir } from '../support/stores.js';
 
@@ -142,5 +142,26 @@ describe('statefold CLI on the file store', () => {
     const missing = await cli(['show', dir, 'nobody']);
     expect(missing.code).toBe(3);
     expect(missing.stderr).toMatch(/NOT_FOUND/);
+  });
+
+  it('lossless JSON round-trips what JSON cannot hold', () => {
+    const odd: Record<string, unknown> = {
+      buf: Buffer.from([1, 2, 255]),
+      offset: new Float32Array([9, 1.5, -0, NaN]).subarray(1),
+      big: new BigInt64Array([-5n]),
+      when: new Date(1_700_000_000_123),
+      bad: new Date(NaN),
+      lone: 'a\ud800b',
+      inf: [Infinity, -Infinity, -0, NaN],
+      mine: { $sf: 'Date', v: 'not a date' },
+    };
+    Object.defineProperty(odd, '__proto__', { value: { polluted: true }, enumerable: true });
+    const back = fromJson(JSON.parse(JSON.stringify(toJson(odd)))) as Record<string, unknown>;
+    expect(back).toEqual(odd);
+    expect(Buffer.isBuffer(back.buf)).toBe(true);
+    expect(Object.is((back.offset as Float32Array)[1], -0)).toBe(true);
+    expect(back.mine).toEqual({ $sf: 'Date', v: 'not a date' });
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(Object.hasOwn(back, '__proto__')).toBe(true);
   });
 });

@@ -67,4 +67,39 @@ describe('deleteStream', () => {
     expect(await inner.list('s.live/')).toEqual([]);
     await writer.close().catch(() => undefined);
   });
+
+  it('an interrupted delete leaves a stream that reads as empty, and a new engine starts above its floor', async () => {
+    for (const stopAt of [1, 5, 12]) {
+      const inner = new MemoryStore();
+      await busyStream(inner, 'cut');
+      let deletes = 0;
+      const store = new HookStore(inner, (op) => {
+        if (op === 'delete' && ++deletes === stopAt) throw new Error('power cut');
+      });
+      await expect(deleteStream(store, 'cut'), `stopped at delete ${stopAt}`).rejects.toThrow();
+      await expect(restore(inner, 'cut')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      const engine = await SnapshotEngine.open({ store: inner, stream: 'cut' });
+      const info = await engine.checkpoint({ again: stopAt });
+      await engine.close();
+      const back = await restore(inner, 'cut');
+      expect(back.state, `stopped at delete ${stopAt}`).toEqual({ again: stopAt });
+      expect(back.seq).toBe(info.seq);
+      await deleteStream(inner, 'cut');
+      expect(await inner.list('s.cut/')).toEqual([]);
+    }
+  });
+
+  it('deletes a stream whose newest object is damaged', async () => {
+    const store = new MemoryStore();
+    await busyStream(store, 'broken');
+    const keys = await store.list('s.broken/log/');
+    const newest = keys[keys.length - 1]!;
+    const bytes = Buffer.from((await store.get(newest))!);
+    bytes[bytes.length >> 1]! ^= 1;
+    await store.delete(newest);
+    await store.putIfAbsent(newest, bytes);
+    await expect(restore(store, 'broken')).rejects.toMatchObject({ code: 'CORRUPT' });
+    await deleteStream(store, 'broken');
+    expect(await store.list('s.broken/')).toEqual([]);
+  });
 });

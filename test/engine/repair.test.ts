@@ -42,7 +42,7 @@ describe('SnapshotEngine.open({ repair: true })', () => {
     expect(engine.repaired?.damage[0]).toMatchObject({ code: 'CORRUPT', seq: 10 });
     expect(engine.seq, 'the head stays at the newest committed seq').toBe(10);
     expect(engine.state).toEqual(states.get(9));
-    expect(engine.meta).toEqual({ n: states.size === 0 ? 0 : (states.get(9) as { n: number }).n });
+    expect(engine.meta).toEqual({ n: (states.get(9) as { n: number }).n });
     const next = await engine.checkpoint({ ...engine.state!, n: 100 });
     expect(next).toMatchObject({ seq: 11, kind: 'base' });
     await engine.close();
@@ -78,5 +78,18 @@ describe('SnapshotEngine.open({ repair: true })', () => {
     expect(engine.seq).toBe(10);
     expect((await engine.checkpoint({ n: 11, pad: 'r'.repeat(300) })).kind).toBe('delta');
     await engine.close();
+  });
+
+  it('repairs again after a repairing engine closed without committing (its fence stands above the damage)', async () => {
+    const store = new MemoryStore();
+    const { states, keys } = await write(store);
+    await flip(store, keys.get(10)!);
+    const idle = await SnapshotEngine.open({ store, stream: 's', repair: true });
+    await idle.close(); // its fence is in slot 11 now
+    const engine = await SnapshotEngine.open<{ n: number; pad: string }>({ store, stream: 's', repair: true });
+    expect(engine.repaired).toMatchObject({ restoredSeq: 9, skipped: [10] });
+    expect(await engine.checkpoint({ ...engine.state!, n: 7 })).toMatchObject({ seq: 11, kind: 'base' });
+    await engine.close();
+    expect((await restore(store, 's')).state).toEqual({ ...(states.get(9) as object), n: 7 });
   });
 });
