@@ -214,17 +214,24 @@ export class FileStore implements Store {
       throw err;
     }
     const shards: string[] = [];
-    for (const entry of entries) {
+    // In key order (a directory's keys sort as its name and '/'), so that a page can stop early:
+    // every key of a later entry sorts after every key already collected.
+    const ordered = entries
+      .map((entry) => ({ entry, order: entry.isDirectory() && !isShard(entry.name) ? `${entry.name}/` : entry.name }))
+      .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+    for (const { entry } of ordered) {
+      if (limit !== undefined && shards.length === 0 && out.length >= limit) break;
       const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`;
       if (entry.isDirectory()) {
         if (isShard(entry.name)) {
           shards.push(entry.name);
           continue;
         }
-        // Descend only where keys below could start with the prefix.
+        // Descend only where keys below could start with the prefix, and not where every key sorts at or before `after`.
         const asDir = `${key}/`;
+        if (after !== undefined && asDir < after && !after.startsWith(asDir)) continue;
         if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.#walk(key, prefix, out, after, limit);
-      } else if (entry.isFile() && key.startsWith(prefix) && isValidKey(key)) {
+      } else if (entry.isFile() && key.startsWith(prefix) && isValidKey(key) && (after === undefined || key > after)) {
         out.push(key);
       }
     }
@@ -257,7 +264,7 @@ export class FileStore implements Store {
       }
       for (const name of names) {
         const key = dirKey === '' ? name : `${dirKey}/${name}`;
-        if (key.startsWith(prefix) && isValidKey(key)) out.push(key);
+        if (key.startsWith(prefix) && isValidKey(key) && (after === undefined || key > after)) out.push(key);
       }
       const next = shards[i + 1];
       if (limit !== undefined && next !== undefined) {
