@@ -7,20 +7,15 @@
  * happens to have a `$sf` key is wrapped as `{"$sf":"Object","v":{...}}`, so `fromJson` undoes
  * exactly what `toJson` did.
  */
+import { TYPED_ARRAY_CLASSES } from '../value.js';
 
-const TYPED: Record<string, new (buffer: ArrayBuffer) => ArrayBufferView> = {
-  Int8Array,
-  Uint8Array,
-  Uint8ClampedArray,
-  Int16Array,
-  Uint16Array,
-  Int32Array,
-  Uint32Array,
-  Float32Array,
-  Float64Array,
-  BigInt64Array,
-  BigUint64Array,
-};
+/** The typed-array classes a state can hold, by the name `toJson` writes (Buffer is read apart). */
+const TYPED = new Map<string, new (buffer: ArrayBuffer) => ArrayBufferView>(
+  TYPED_ARRAY_CLASSES.filter((c) => c !== Buffer).map((c) => [
+    c.name,
+    c as new (buffer: ArrayBuffer) => ArrayBufferView,
+  ]),
+);
 
 /** `value` with everything JSON cannot hold tagged (see the module comment). */
 export function toJson(value: unknown): unknown {
@@ -61,7 +56,7 @@ export function fromJson(value: unknown): unknown {
     if (tag === 'UTF16') return Buffer.from(obj.v as string, 'base64').toString('utf16le');
     if (tag === 'Object') return plain(obj.v as Record<string, unknown>);
     if (tag === 'Buffer') return Buffer.from(obj.v as string, 'base64');
-    const Typed = TYPED[tag];
+    const Typed = TYPED.get(tag);
     if (Typed !== undefined) {
       const bytes = Buffer.from(obj.v as string, 'base64');
       return new Typed(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));

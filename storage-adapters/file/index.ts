@@ -126,23 +126,7 @@ export class FileStore implements Store {
     const root = path.join(this.dir, ...prefix.split('/').filter((s) => s !== ''));
     if (path.relative(this.dir, root).startsWith('..') || root === this.dir)
       throw storageError('removeLeftovers', prefix, new Error('prefix must name a directory inside the store'));
-    const visit = async (dir: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await fs.readdir(dir, { withFileTypes: true });
-      } catch (err) {
-        if (isMissing(err)) return;
-        throw storageError('removeLeftovers', prefix, err);
-      }
-      for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) await visit(full);
-        else if (entry.name.includes(TEMP_MARK) && entry.name.endsWith('.tmp')) await fs.rm(full, { force: true });
-      }
-      // Empty now unless a key is there (or was just written): then it stays.
-      await fs.rmdir(dir).catch(() => undefined);
-    };
-    await visit(root);
+    await this.#removeTemps(root, 'removeLeftovers', undefined, true);
   }
 
   /**
@@ -150,29 +134,37 @@ export class FileStore implements Store {
    * hour, so that writes in progress in other processes are not disturbed). Resolves how many it removed.
    */
   async sweepTempFiles(olderThanMs = 3_600_000): Promise<number> {
+    return this.#removeTemps(this.dir, 'sweep', Date.now() - olderThanMs, false);
+  }
+
+  /**
+   * Removes the temp files under `root` (those last written before `cutoff`, when given) and, with
+   * `emptyDirs`, the directories left empty. Resolves how many files it removed.
+   */
+  async #removeTemps(root: string, op: string, cutoff: number | undefined, emptyDirs: boolean): Promise<number> {
     let removed = 0;
-    const cutoff = Date.now() - olderThanMs;
     const visit = async (dir: string): Promise<void> => {
       let entries;
       try {
         entries = await fs.readdir(dir, { withFileTypes: true });
       } catch (err) {
         if (isMissing(err)) return;
-        throw storageError('sweep', dir, err);
+        throw storageError(op, dir, err);
       }
       for (const entry of entries) {
         const full = path.join(dir, entry.name);
         if (entry.isDirectory()) await visit(full);
         else if (entry.name.includes(TEMP_MARK) && entry.name.endsWith('.tmp')) {
-          const stat = await fs.stat(full).catch(() => undefined);
-          if (stat && stat.mtimeMs < cutoff) {
-            await fs.rm(full, { force: true });
-            removed++;
-          }
+          const stat = cutoff === undefined ? undefined : await fs.stat(full).catch(() => undefined);
+          if (cutoff !== undefined && !(stat && stat.mtimeMs < cutoff)) continue;
+          await fs.rm(full, { force: true });
+          removed++;
         }
       }
+      // Empty now unless a key is there (or was just written): then it stays.
+      if (emptyDirs) await fs.rmdir(dir).catch(() => undefined);
     };
-    await visit(this.dir);
+    await visit(root);
     return removed;
   }
 
