@@ -113,3 +113,11 @@ async function listUpTo(
 export function tailKey(slot: Slot): string {
   return slot.keys[slot.keys.length - 1]!;
 }
+
+/** The highest fence epoch the keys of `log` name (a key after a fence names its epoch), 0 when none. */
+export function highestKeyEpoch(log: LogListing): number {
+  let epoch = 0;
+  for (const slot of log.slots)
+    for (const key of slot.keys) epoch = Math.max(epoch, log.keys.parse(key)?.afterEpoch ?? 0);
+  return epoch;
+}

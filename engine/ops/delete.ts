@@ -13,7 +13,8 @@ import { DEFAULT_LIMITS, encodeFrame } from '../format/frame.js';
 import { committedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
-import { listLog } from '../log/listing.js';
+import { highestKeyEpoch, listLog } from '../log/listing.js';
+import { nextFree } from '../writer/claim.js';
 
 /** Options of `deleteStream`. */
 export interface DeleteStreamOptions {
@@ -116,21 +117,13 @@ async function fence(
   try {
     const tail = (await committedView(store, log, DEFAULT_LIMITS, signal)).tailFrame;
     epoch = (tail?.header.epoch ?? 0) + 1;
-    seq = tail === undefined ? Math.max(1, log.floor) : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
-    key =
-      tail === undefined
-        ? keys.slot(seq)
-        : tail.kind === 'fence'
-          ? keys.afterFence(seq, tail.header.epoch)
-          : keys.slot(seq);
+    ({ seq, key } = nextFree(keys, tail, log.floor));
   } catch (err) {
     if (!isStatefoldError(err, 'CORRUPT')) throw err;
     // The newest object is damaged (the streams that most need deleting): fence the slot above every listed one.
     seq = (log.slots[log.slots.length - 1]?.seq ?? 0) + 1;
     key = keys.slot(seq);
-    epoch = 1;
-    for (const slot of log.slots)
-      for (const k of slot.keys) epoch = Math.max(epoch, (keys.parse(k)?.afterEpoch ?? 0) + 1);
+    epoch = highestKeyEpoch(log) + 1;
   }
   for (let attempt = 0; attempt < MAX_FENCE_TRIES; attempt++) {
     const header = { stream: keys.stream, seq, epoch, writer, createdAt: Date.now() };

@@ -2,6 +2,7 @@
  * diffCheckpoints: what changed between two checkpoints of a stream, as RFC 6902 operations,
  * computed by the same diff that writes deltas (arrays aligned, not rewritten by position).
  */
+import jsonpatch from 'fast-json-patch';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertSeq, assertStore } from '../args.js';
 import { createCapturer, thaw } from '../capture/index.js';
@@ -53,16 +54,6 @@ export async function diffCheckpoints(
 function toPatch(op: Op, after: unknown): PatchOperation {
   const [code, path] = op;
   if (code === OP_REMOVE) return { op: 'remove', path };
-  if (code === OP_APPEND) return { op: 'replace', path, value: at(after, path) };
+  if (code === OP_APPEND) return { op: 'replace', path, value: jsonpatch.getValueByPointer(after, path) };
   return { op: code === OP_ADD ? 'add' : 'replace', path, value: thaw(op[2]) };
-}
-
-/** The value at JSON Pointer `path` of `root`. */
-function at(root: unknown, path: string): unknown {
-  let v = root;
-  for (const raw of path.split('/').slice(1)) {
-    const key = raw.replaceAll('~1', '/').replaceAll('~0', '~');
-    v = (v as Record<string, unknown>)[key];
-  }
-  return v;
 }

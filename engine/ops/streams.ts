@@ -4,7 +4,6 @@
  * not with their history. Ids too long for a key segment are stored under a hash; their id is read
  * from one of their objects (every frame header names its stream in full).
  */
-import { createHash } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertStore } from '../args.js';
 import { StatefoldError } from '../errors.js';
@@ -91,8 +90,8 @@ async function hashedId(store: Store, segment: string, signal: AbortSignal | und
     const bytes = await store.get(key, signal ? { signal } : undefined);
     if (bytes === undefined) continue; // deleted by retention meanwhile
     const stream = frameStream(bytes);
-    if (stream !== undefined && `h.${createHash('sha256').update(stream, 'utf8').digest('hex')}` === segment)
-      return stream;
+    // The segment its id encodes to must be this one: a damaged or foreign object does not name the stream.
+    if (stream !== undefined && encodeStreamId(stream) === segment) return stream;
   }
   return undefined;
 }

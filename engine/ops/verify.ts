@@ -16,6 +16,7 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
+import { corrupt } from '../restore/chain.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
 
 /** Options of `verifyStream`. */
@@ -146,11 +147,11 @@ async function readOne(
   options: VerifyOptions,
 ): Promise<Frame | StatefoldError | 'gone'> {
   if (slot === undefined)
-    return corrupt(keys, seq, keys.slot(seq), 'missing from the log (a gap between retained checkpoints)');
+    return corrupt(keys.stream, seq, keys.slot(seq), 'missing from the log (a gap between retained checkpoints)');
   try {
     const frame = await readFrame(store, keys, seq, tailKey(slot), reading, options.signal);
     if (frame.kind === 'fence')
-      return corrupt(keys, seq, tailKey(slot), 'a fence where a checkpoint belongs (later seqs exist)');
+      return corrupt(keys.stream, seq, tailKey(slot), 'a fence where a checkpoint belongs (later seqs exist)');
     return frame;
   } catch (err) {
     if (vanished(err)) return 'gone';
@@ -179,18 +180,29 @@ function fold(
         broken !== undefined
           ? `its chain is broken at seq ${broken.seq}`
           : `its base, seq ${frame.header.baseSeq}, is not retained`;
-      return corrupt(keys, seq, key, `does not restore: ${why}`, broken);
+      return corrupt(keys.stream, seq, key, `does not restore: ${why}`, broken);
     }
     if (frame.header.baseSeq !== chain.base)
-      return corrupt(keys, seq, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${chain.base}`);
+      return corrupt(
+        keys.stream,
+        seq,
+        key,
+        `delta names base ${frame.header.baseSeq}, the chain's base is ${chain.base}`,
+      );
     if (frame.header.parent !== chain.last.crc)
-      return corrupt(keys, seq, key, `delta does not apply to the stored seq ${seq - 1} (parent checksum differs)`);
+      return corrupt(
+        keys.stream,
+        seq,
+        key,
+        `delta does not apply to the stored seq ${seq - 1} (parent checksum differs)`,
+      );
     const ops = decodePayload(frame, origin);
-    if (!Array.isArray(ops)) return corrupt(keys, seq, key, 'delta payload is not a list of operations');
+    if (!Array.isArray(ops)) return corrupt(keys.stream, seq, key, 'delta payload is not a list of operations');
     const state = applyOps(chain.state, ops as Op[], frame.version);
     return { base: chain.base, state, ledger: ledgerOf(frame, chain.ledger), last: frame };
   } catch (err) {
-    if (err instanceof PatchMismatch) return corrupt(keys, seq, key, `delta does not apply: ${err.message}`, err);
+    if (err instanceof PatchMismatch)
+      return corrupt(keys.stream, seq, key, `delta does not apply: ${err.message}`, err);
     if (isStatefoldError(err, 'CORRUPT')) return err;
     throw err;
   }
@@ -199,16 +211,7 @@ function fold(
     try {
       return applyEntries(ledger, f.header.ledger);
     } catch (err) {
-      throw corrupt(keys, seq, key, `effect ledger: ${(err as Error).message}`, err);
+      throw corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
     }
   }
-}
-
-function corrupt(keys: StreamKeys, seq: number, key: string, why: string, cause?: unknown): StatefoldError {
-  return new StatefoldError('CORRUPT', `stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): ${why}`, {
-    stream: keys.stream,
-    seq,
-    key,
-    ...(cause !== undefined && { cause }),
-  });
 }

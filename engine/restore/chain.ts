@@ -186,7 +186,8 @@ export function checkpointKind(frame: Frame, keys: StreamKeys, seq: number, key:
   return kind;
 }
 
-function corrupt(stream: string, seq: number, key: string, why: string, cause?: unknown): StatefoldError {
+/** A CORRUPT error naming stream, seq and key, and why. */
+export function corrupt(stream: string, seq: number, key: string, why: string, cause?: unknown): StatefoldError {
   return new StatefoldError('CORRUPT', `stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${why}`, {
     stream,
     seq,

@@ -56,6 +56,20 @@ interface Identity {
 }
 
 /**
+ * The next free key of a log whose last listed object is `tail`: the first slot after a committed
+ * tail, or the key after a fence. An empty log starts at 1, or at its retention floor (a stream
+ * deleted by an interrupted deleteStream).
+ */
+export function nextFree(keys: StreamKeys, tail: Frame | undefined, floor: number): { seq: number; key: string } {
+  if (tail === undefined) {
+    const seq = Math.max(1, floor);
+    return { seq, key: keys.slot(seq) };
+  }
+  if (tail.kind === 'fence') return { seq: tail.header.seq, key: keys.afterFence(tail.header.seq, tail.header.epoch) };
+  return { seq: tail.header.seq + 1, key: keys.slot(tail.header.seq + 1) };
+}
+
+/**
  * Claims `keys.stream` with a new writer epoch, fencing any engine that had it. With `repair`, a
  * damaged newest object is taken as a committed checkpoint (that does not restore): the claim
  * fences the slot after it, and the engine opens on what is below (resume.ts).
@@ -91,15 +105,7 @@ export async function claimStream(
       assertUnlocked(tail, { stream: keys.stream, seq: tail.header.seq, key: tailKey(view.tailSlot) });
     const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
     // The next free key: the first slot after a committed tail, or the key after a fence.
-    // An empty log starts at 1, or at its retention floor (a stream deleted by an interrupted deleteStream).
-    const nextSeq =
-      tail === undefined ? Math.max(1, view.log.floor) : tail.kind === 'fence' ? tail.header.seq : tail.header.seq + 1;
-    const nextKey =
-      tail === undefined
-        ? keys.slot(nextSeq)
-        : tail.kind === 'fence'
-          ? keys.afterFence(nextSeq, tail.header.epoch)
-          : keys.slot(nextSeq);
+    const { seq: nextSeq, key: nextKey } = nextFree(keys, tail, view.log.floor);
     let lostTo = await putFence(store, keys, id, nextSeq, nextKey, limits);
     if (lostTo === 'won') {
       // Slots below a fence that was the tail may have been left unfilled by a claim that crashed.

@@ -12,7 +12,7 @@ import { encodeValue } from '../format/values.js';
 import type { CommittedView } from '../log/committed.js';
 import { decodeFrame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
-import { listLog, tailKey } from '../log/listing.js';
+import { highestKeyEpoch, listLog, tailKey } from '../log/listing.js';
 import type { ResolvedEngineOptions } from '../options.js';
 import { restoreIntact } from '../restore/skip-damaged.js';
 import type { Claim } from './claim.js';
@@ -79,8 +79,7 @@ export async function damagedTail(
     );
   };
   if (tailSlot?.seq !== seq) fail('and not listed');
-  let epoch = 0;
-  for (const slot of log.slots) for (const key of slot.keys) epoch = Math.max(epoch, keys.parse(key)?.afterEpoch ?? 0);
+  let epoch = highestKeyEpoch(log);
   let nextKey = keys.slot(seq + 1);
   if (above.length > 1 || (above.length === 1 && above[0]!.seq !== seq + 1))
     fail(
