@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FileStore, SnapshotEngine, restore } from 'statefold';
 import { fromJson, toJson } from '../../dist/engine/cli/json.js';
 import { cli } from '../support/cli.js';
+import { flipByte } from '../support/damage.js';
 import { tempDir } from '../support/stores.js';
 
 /** A file store with `agent-42` (10 steps, a charge at step 6, typed values) and `tenant/other`; returns the keys of agent-42. */
@@ -39,15 +40,6 @@ async function demo(
   await other.checkpoint({ ok: true });
   await other.close();
   return keys;
-}
-
-/** Flips a byte in the middle of the object at `key` of the file store in `dir`. */
-async function damage(dir: string, key: string): Promise<void> {
-  const store = new FileStore({ dir });
-  const bytes = Buffer.from((await store.get(key))!);
-  bytes[bytes.length >> 1]! ^= 0x10;
-  await store.delete(key);
-  await store.putIfAbsent(key, bytes);
 }
 
 describe('statefold CLI on the file store', () => {
@@ -88,7 +80,7 @@ describe('statefold CLI on the file store', () => {
   it('verify and log on a damaged stream: exit 1, naming the damaged seq and what it breaks', async () => {
     const dir = await tempDir();
     const keys = await demo(dir);
-    await damage(dir, keys[7]!); // step 8 is seq 10 (the effect took two): a delta of the chain based at 9
+    await flipByte(new FileStore({ dir }), keys[7]!); // step 8 is seq 10 (the effect took two): a delta of the chain based at 9
     const v = await cli(['verify', dir, 'agent-42']);
     expect(v.code).toBe(1);
     expect(v.stdout).toMatch(/^12 checked, 9 intact, 3 damaged; newest intact seq 9\n/);

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileStore, MemoryStore, SnapshotEngine, deleteStream, gc, listStreams, restore, type Store } from 'statefold';
 import { HookStore } from '../support/hook-store.js';
+import { flipByte } from '../support/damage.js';
 import { engineStores } from '../support/stores.js';
 
 /** A stream with history, fences from several opens, hints and a retention floor. */
@@ -94,10 +95,7 @@ describe('deleteStream', () => {
     await busyStream(store, 'broken');
     const keys = await store.list('s.broken/log/');
     const newest = keys[keys.length - 1]!;
-    const bytes = Buffer.from((await store.get(newest))!);
-    bytes[bytes.length >> 1]! ^= 1;
-    await store.delete(newest);
-    await store.putIfAbsent(newest, bytes);
+    await flipByte(store, newest, undefined, 1);
     await expect(restore(store, 'broken')).rejects.toMatchObject({ code: 'CORRUPT' });
     await deleteStream(store, 'broken');
     expect(await store.list('s.broken/')).toEqual([]);

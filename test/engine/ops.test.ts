@@ -4,6 +4,7 @@ import jsonpatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, diffCheckpoints, verifyStream, type Encryption, type Store } from 'statefold';
 import { mulberry32 } from '../support/prng.mjs';
+import { flipByte } from '../support/damage.js';
 import { engineStores } from '../support/stores.js';
 
 const { applyPatch } = jsonpatch;
@@ -56,14 +57,6 @@ async function write(
   }
   await engine.close();
   return { states, keys };
-}
-
-/** Flips one byte of the object at `key` (the checksum then fails). */
-async function flip(store: Store, key: string): Promise<void> {
-  const bytes = Buffer.from((await store.get(key))!);
-  bytes[Math.floor(bytes.length / 2)]! ^= 0x10;
-  await store.delete(key);
-  await store.putIfAbsent(key, bytes);
 }
 
 describe('diffCheckpoints', () => {
@@ -122,7 +115,7 @@ describe('verifyStream', () => {
     it(`${name}: a damaged delta breaks the rest of its chain, and the next base restores again`, async () => {
       const store = await create();
       const { keys } = await write(store, 20, 8); // bases at 1, 9, 17
-      await flip(store, keys.get(5)!);
+      await flipByte(store, keys.get(5)!);
       const report = await verifyStream(store, STREAM);
       expect(report.damaged.map((d) => d.seq)).toEqual([5, 6, 7, 8]);
       expect(report.damaged[0]!.error.message).toMatch(/checksum/);
@@ -135,7 +128,7 @@ describe('verifyStream', () => {
   it('reports a damaged newest checkpoint and a missing one, never throwing', async () => {
     const store = new MemoryStore();
     const { keys } = await write(store, 12, 8);
-    await flip(store, keys.get(12)!);
+    await flipByte(store, keys.get(12)!);
     await store.delete(keys.get(3)!);
     const report = await verifyStream(store, STREAM);
     expect(report.damaged.map((d) => d.seq)).toEqual([3, 4, 5, 6, 7, 8, 12]);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, restore, verifyStream, type Store } from 'statefold';
+import { flipByte } from '../support/damage.js';
 
 /** 10 checkpoints, bases at 1, 5 and 9; an effect recorded at step 3. Returns the states and keys by seq. */
 async function write(store: Store): Promise<{ states: Map<number, unknown>; keys: Map<number, string> }> {
@@ -19,18 +20,11 @@ async function write(store: Store): Promise<{ states: Map<number, unknown>; keys
   return { states, keys };
 }
 
-async function flip(store: Store, key: string): Promise<void> {
-  const bytes = Buffer.from((await store.get(key))!);
-  bytes[bytes.length >> 1]! ^= 0x10;
-  await store.delete(key);
-  await store.putIfAbsent(key, bytes);
-}
-
 describe('SnapshotEngine.open({ repair: true })', () => {
   it('a damaged delta in the newest chain: open rejects CORRUPT and says how to repair; repair starts a base after the newest intact', async () => {
     const store = new MemoryStore();
     const { states, keys } = await write(store);
-    await flip(store, keys.get(10)!);
+    await flipByte(store, keys.get(10)!);
     await expect(SnapshotEngine.open({ store, stream: 's' })).rejects.toMatchObject({
       code: 'CORRUPT',
       seq: 10,
@@ -55,7 +49,7 @@ describe('SnapshotEngine.open({ repair: true })', () => {
   it('a damaged base of the newest chain: repair goes back to the chain before it, effects as of that seq', async () => {
     const store = new MemoryStore();
     const { states, keys } = await write(store);
-    await flip(store, keys.get(9)!);
+    await flipByte(store, keys.get(9)!);
     const engine = await SnapshotEngine.open({ store, stream: 's', repair: true });
     expect(engine.repaired).toMatchObject({ restoredSeq: 8, skipped: [9, 10] });
     expect(engine.state).toEqual(states.get(8));
@@ -83,7 +77,7 @@ describe('SnapshotEngine.open({ repair: true })', () => {
   it('repairs again after a repairing engine closed without committing (its fence stands above the damage)', async () => {
     const store = new MemoryStore();
     const { states, keys } = await write(store);
-    await flip(store, keys.get(10)!);
+    await flipByte(store, keys.get(10)!);
     const idle = await SnapshotEngine.open({ store, stream: 's', repair: true });
     await idle.close(); // its fence is in slot 11 now
     const engine = await SnapshotEngine.open<{ n: number; pad: string }>({ store, stream: 's', repair: true });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SnapshotEngine } from 'statefold';
 import { cli } from '../support/cli.js';
+import { flipByte } from '../support/damage.js';
 import { removePrefix } from '../support/s3-cleanup.js';
 import { s3Client, s3Store, s3TestEnv, type S3TestEnv } from '../support/s3-env.js';
 
@@ -42,10 +43,7 @@ function defineSuite(env: S3TestEnv): void {
     const url = `s3://${env.bucket}/${RUN}`;
     expect(await run('ls', url)).toMatchObject({ code: 0, stdout: 'agent-a\nagent-b\n' });
     expect((await run('log', url, 'agent-a', '--limit', '2')).stdout.trim().split('\n')).toHaveLength(3);
-    const bytes = Buffer.from((await store.get(keys[1]!))!); // agent-a seq 2, a delta
-    bytes[bytes.length >> 1]! ^= 1;
-    await store.delete(keys[1]!);
-    await store.putIfAbsent(keys[1]!, bytes);
+    await flipByte(store, keys[1]!, undefined, 1); // agent-a seq 2, a delta
     const v = await run('verify', url, 'agent-a', '--json');
     expect(v.code).toBe(1);
     expect(JSON.parse(v.stdout).damaged.map((d: { seq: number }) => d.seq)).toEqual([2, 3, 4]);
