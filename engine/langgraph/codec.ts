@@ -1,0 +1,146 @@
+/**
+ * How a LangGraph thread is laid out in a statefold stream. One stream per (thread_id,
+ * checkpoint_ns); each LangGraph checkpoint is a statefold checkpoint whose state is that
+ * checkpoint with its channel values as plain JSON (LangGraph's serde, parsed), so that a changed
+ * message list is a delta of the messages that changed, not a new blob. Its meta (read by listings
+ * without folding any state) names the checkpoint id, its parent, its metadata and the largest id
+ * committed so far, which is what lets a lookup by id binary-search the stream.
+ */
+import type { ChannelVersions, Checkpoint, SerializerProtocol } from '@langchain/langgraph-checkpoint';
+import { StatefoldError } from '../errors.js';
+
+/** A serialized value: the JSON LangGraph's serde made, parsed (`j`), or its bytes and type. */
+export type Plain = { j: unknown } | { t: string; b: Uint8Array };
+
+/** One pending write: task id, channel, value, index and task path. */
+export type WriteRecord = readonly [taskId: string, channel: string, value: Plain, idx: number, taskPath: string];
+
+/** Pending writes of one checkpoint, by `${taskId},${idx}` (as MemorySaver keys them). */
+export type Writes = Readonly<Record<string, WriteRecord>>;
+
+/** A LangGraph checkpoint with its channel values serialized. */
+export interface StoredCheckpoint {
+  readonly v: number;
+  readonly id: string;
+  readonly ts: string;
+  readonly channel_values: Readonly<Record<string, Plain>>;
+  readonly channel_versions: ChannelVersions;
+  readonly versions_seen: Readonly<Record<string, ChannelVersions>>;
+}
+
+/**
+ * The state of a thread's stream at one seq: the checkpoint this seq holds (null before the first
+ * put), its parent, and pending writes by checkpoint id: those of `cp`, and writes LangGraph put
+ * for checkpoints it has not put yet (it fires writes before the put they belong to).
+ */
+export interface ThreadState {
+  readonly cp: StoredCheckpoint | null;
+  readonly parent: string | null;
+  readonly writes: Readonly<Record<string, Writes>>;
+}
+
+/** The meta of each statefold checkpoint of a thread's stream. */
+export interface ThreadMeta {
+  /** The checkpoint id this seq holds (null: only early writes, no checkpoint yet). */
+  id: string | null;
+  parent: string | null;
+  /** The checkpoint's metadata, serialized. */
+  md: Plain | null;
+  /** The largest checkpoint id committed at or before this seq: non-decreasing, so seqs can be searched by id. */
+  max: string | null;
+  /**
+   * Checkpoints re-committed after another one (writes put to a checkpoint that was not the newest):
+   * id -> its newest seq, for every such seq before this one.
+   */
+  revs?: Record<string, number>;
+  /** This seq re-commits a checkpoint after another one: a search by `max` would not find it. */
+  rev?: true;
+}
+
+const PREFIX_PATTERN = /^[^\u0000]*$/;
+
+/** Checks a stream prefix: any string without NUL (default 'langgraph/'). */
+export function assertPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
+    throw new StatefoldError('INVALID_ARGUMENT', `StatefoldSaver: prefix must be a string without NUL characters`);
+  }
+  return prefix;
+}
+
+/**
+ * The stream of (thread, ns): the prefix and a JSON array, so that one thread's streams share a
+ * prefix no other thread's can (`["1",` never starts `["10",`), and listing gives back both parts.
+ */
+export function streamOf(prefix: string, thread: string, ns: string): string {
+  return prefix + JSON.stringify([thread, ns]);
+}
+
+/** The prefix every stream of `thread` starts with. */
+export function threadPrefix(prefix: string, thread: string): string {
+  return `${prefix}[${JSON.stringify(thread)},`;
+}
+
+/** The (thread, ns) of a stream id listed under `prefix`, or undefined for a stream that is not a thread's. */
+export function parseStream(prefix: string, stream: string): { thread: string; ns: string } | undefined {
+  if (!stream.startsWith(prefix)) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(stream.slice(prefix.length));
+    if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string')
+      return { thread: parsed[0], ns: parsed[1] };
+  } catch {
+    // Not one of ours: another stream under the same prefix.
+  }
+  return undefined;
+}
+
+const decoder = new TextDecoder();
+
+/** Serializes a value with LangGraph's serde; JSON is kept as a plain value so that it diffs. */
+export async function toPlain(serde: SerializerProtocol, value: unknown): Promise<Plain> {
+  const [type, bytes] = await serde.dumpsTyped(value);
+  if (type === 'json') {
+    try {
+      return { j: JSON.parse(decoder.decode(bytes)) as unknown };
+    } catch {
+      // Not JSON after all (a serde that says json but writes something else): kept as bytes.
+    }
+  }
+  return { t: type, b: bytes };
+}
+
+/** The value `toPlain` serialized. */
+export function fromPlain(serde: SerializerProtocol, plain: Plain): Promise<unknown> {
+  if ('j' in plain) return serde.loadsTyped('json', JSON.stringify(plain.j));
+  return serde.loadsTyped(plain.t, plain.b);
+}
+
+/** A checkpoint as LangGraph gives it back: values deserialized, everything else copied out of the (frozen) state. */
+export async function toCheckpoint(serde: SerializerProtocol, cp: StoredCheckpoint): Promise<Checkpoint> {
+  const names = Object.keys(cp.channel_values);
+  const values = await Promise.all(names.map((name) => fromPlain(serde, cp.channel_values[name]!)));
+  const channel_values: Record<string, unknown> = {};
+  names.forEach((name, i) => (channel_values[name] = values[i]));
+  const versions_seen: Record<string, ChannelVersions> = {};
+  for (const [node, seen] of Object.entries(cp.versions_seen)) versions_seen[node] = { ...seen };
+  return {
+    v: cp.v,
+    id: cp.id,
+    ts: cp.ts,
+    channel_values,
+    channel_versions: { ...cp.channel_versions },
+    versions_seen,
+  };
+}
+
+/** Checks that a listed entry's meta is a thread meta (else the stream is not a saver's). */
+export function threadMeta(meta: unknown, stream: string, seq: number): ThreadMeta {
+  const m = meta as ThreadMeta | undefined;
+  if (m === null || typeof m !== 'object' || !('id' in m) || !('max' in m)) {
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `StatefoldSaver: stream ${JSON.stringify(stream)} seq ${seq} was not written by a StatefoldSaver (its meta is not a thread's)`,
+      { stream, seq },
+    );
+  }
+  return m;
+}

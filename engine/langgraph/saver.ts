@@ -1,0 +1,345 @@
+/**
+ * StatefoldSaver: a LangGraph JS checkpointer (`BaseCheckpointSaver`) on statefold streams. Each
+ * (thread_id, checkpoint_ns) is one stream; each LangGraph checkpoint a statefold checkpoint of its
+ * channel values as plain JSON, so consecutive checkpoints of a thread are stored as JSON Patch
+ * deltas of what changed, with a base every `policy.baseEvery`. See README, LangGraph.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import {
+  BaseCheckpointSaver,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from '@langchain/langgraph-checkpoint';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { Store } from '../../storage-adapters/store.js';
+import { assertStore } from '../args.js';
+import type { EffectOptions } from '../effects/runner.js';
+import { StatefoldError } from '../errors.js';
+import type { Encryption } from '../format/keyring.js';
+import { deleteStream } from '../ops/delete.js';
+import { listStreams } from '../ops/streams.js';
+import type { Policy } from '../policy.js';
+import type { Retention } from '../retention.js';
+import {
+  assertPrefix,
+  fromPlain,
+  parseStream,
+  streamOf,
+  threadPrefix,
+  toPlain,
+  type Plain,
+  type StoredCheckpoint,
+  type ThreadMeta,
+  type ThreadState,
+  type Writes,
+} from './codec.js';
+import { idOf, invalid, missing, nsOf } from './config.js';
+import { PAGE, Thread, type Entry, type Head } from './thread.js';
+import { entryOf, keptValue, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
+
+/** Options of `new StatefoldSaver`. */
+export interface StatefoldSaverOptions {
+  /** Where threads are stored: MemoryStore, FileStore, S3Store, or any Store. */
+  store: Store;
+  /** Prefix of every stream id this saver writes (default 'langgraph/'); one store can hold several savers' threads. */
+  prefix?: string;
+  /** When bases are written (see Policy; `baseEvery` bounds how many deltas a read folds). */
+  policy?: Policy;
+  /** Which checkpoints of each thread to keep (default: all). */
+  retention?: Retention;
+  /** Encrypts every checkpoint (see README, Encryption). */
+  encryption?: Encryption;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
+  /** Threads whose writers stay open (default 256): beyond it, the least recently used is closed. */
+  maxOpenThreads?: number;
+  /** LangGraph's serializer (default JsonPlusSerializer, as every saver). */
+  serde?: SerializerProtocol;
+}
+
+/** A LangGraph checkpointer that stores each thread as a statefold stream of deltas. */
+export class StatefoldSaver extends BaseCheckpointSaver {
+  readonly store: Store;
+  readonly prefix: string;
+  readonly #options: StatefoldSaverOptions;
+  readonly #threads = new Map<string, Thread>();
+  readonly #maxOpen: number;
+
+  constructor(options: StatefoldSaverOptions) {
+    if (options === null || typeof options !== 'object')
+      throw new StatefoldError('INVALID_ARGUMENT', 'new StatefoldSaver: options must be an object with a store');
+    assertStore(options.store, 'new StatefoldSaver');
+    super(options.serde);
+    this.store = options.store;
+    this.prefix = assertPrefix(options.prefix ?? 'langgraph/');
+    const maxOpen = options.maxOpenThreads ?? 256;
+    if (!Number.isSafeInteger(maxOpen) || maxOpen < 1)
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `new StatefoldSaver: maxOpenThreads ${maxOpen} is not a positive integer`,
+      );
+    this.#maxOpen = maxOpen;
+    this.#options = options;
+  }
+
+  #thread(thread: string, ns: string): Thread {
+    const stream = streamOf(this.prefix, thread, ns);
+    let t = this.#threads.get(stream);
+    if (t !== undefined) {
+      this.#threads.delete(stream);
+    } else {
+      const { store, policy, retention, encryption, storeTimeoutMs } = this.#options;
+      const reading = { encryption, storeTimeoutMs };
+      t = new Thread(stream, thread, ns, { store, policy, retention, encryption, storeTimeoutMs }, reading);
+    }
+    this.#threads.set(stream, t);
+    if (this.#threads.size > this.#maxOpen) {
+      const [oldest, evicted] = this.#threads.entries().next().value!;
+      this.#threads.delete(oldest);
+      // Its writer closes after what is queued on it; a later call on that thread opens a new one.
+      evicted.release().catch(() => undefined);
+    }
+    return t;
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const thread = idOf(config.configurable?.thread_id, 'getTuple', 'thread_id', true);
+    if (thread === undefined) return undefined;
+    const ns = nsOf(config);
+    const wanted = idOf(config.configurable?.checkpoint_id, 'getTuple', 'checkpoint_id', true);
+    const t = this.#thread(thread, ns);
+    return t.run(async () => {
+      const newest = await t.newest();
+      if (newest === undefined) return undefined;
+      const id = wanted ?? newest.meta.max;
+      if (id === null) return undefined;
+      const seq = await t.locate(id, newest);
+      return seq === undefined ? undefined : this.#tupleAt(t, seq, newest.seq === seq ? newest.meta : undefined);
+    });
+  }
+
+  async #tupleAt(t: Thread, seq: number, known?: ThreadMeta): Promise<CheckpointTuple> {
+    const meta = known ?? (await t.page(seq + 1, 1))[0]!.meta;
+    const state = await t.stateAt(seq);
+    const parentWrites = async (): Promise<Writes | undefined> => {
+      const parent = state.parent!;
+      const at = await t.locate(parent, await t.newest());
+      return at === undefined ? undefined : (await t.stateAt(at)).writes[parent];
+    };
+    return toTuple(this.serde, { thread: t.thread, ns: t.ns, state, meta, parentWrites });
+  }
+
+  async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { before, filter } = options;
+    let remaining = options.limit ?? Infinity;
+    const beforeId = idOf(before?.configurable?.checkpoint_id, 'list', 'before.checkpoint_id', true);
+    const onlyId = idOf(config.configurable?.checkpoint_id, 'list', 'checkpoint_id', true);
+    for (const { thread, ns } of await this.#streams(config)) {
+      if (remaining <= 0) return;
+      const t = this.#thread(thread, ns);
+      const found = await t.run(() => this.#matching(t, { beforeId, onlyId, filter, limit: remaining }));
+      for (const { seq, meta } of found) {
+        if (remaining <= 0) return;
+        remaining--;
+        yield await t.run(() => this.#tupleAt(t, seq, meta));
+      }
+    }
+  }
+
+  /** The (thread, ns) pairs a list call covers: from the config, else from the store's stream listing. */
+  async #streams(config: RunnableConfig): Promise<{ thread: string; ns: string }[]> {
+    const thread = idOf(config.configurable?.thread_id, 'list', 'thread_id', true);
+    const ns = config.configurable?.checkpoint_ns as unknown;
+    if (ns !== undefined && typeof ns !== 'string') throw invalid('list', 'checkpoint_ns', ns);
+    if (thread !== undefined && ns !== undefined) return [{ thread, ns }];
+    const prefix = thread === undefined ? this.prefix : threadPrefix(this.prefix, thread);
+    const found: { thread: string; ns: string }[] = [];
+    for (const stream of await listStreams(this.store, { prefix })) {
+      const parsed = parseStream(this.prefix, stream);
+      if (parsed !== undefined && (ns === undefined || parsed.ns === ns)) found.push(parsed);
+    }
+    return found;
+  }
+
+  /**
+   * The checkpoints of one thread that pass the list options, largest id first, as entries of
+   * their newest seq. Pages through the stream from its newest seq and stops once `limit` matches
+   * are found whose ids all beat the running largest id of the seqs not read yet.
+   */
+  async #matching(
+    t: Thread,
+    o: { beforeId?: string; onlyId?: string; filter?: Record<string, unknown>; limit: number },
+  ): Promise<Entry[]> {
+    const seen = new Set<string>();
+    const found: Entry[] = [];
+    for (let before: number | undefined; ;) {
+      const page = await t.page(before, PAGE);
+      for (const entry of page) {
+        const { id, md } = entry.meta;
+        if (id === null || seen.has(id)) continue;
+        seen.add(id);
+        if (o.beforeId !== undefined && id >= o.beforeId) continue;
+        if (o.onlyId !== undefined && id !== o.onlyId) continue;
+        if (o.filter !== undefined && !(await this.#passes(md, o.filter))) continue;
+        found.push(entry);
+      }
+      found.sort((a, b) => (a.meta.id! < b.meta.id! ? 1 : -1));
+      const last = page[page.length - 1];
+      if (page.length < PAGE || last === undefined) break;
+      const nth = found[o.limit - 1];
+      if (nth !== undefined && (last.meta.max === null || nth.meta.id! >= last.meta.max)) break;
+      before = last.seq;
+    }
+    return found.slice(0, o.limit);
+  }
+
+  async #passes(md: Plain | null, filter: Record<string, unknown>): Promise<boolean> {
+    const metadata = (md === null ? {} : await fromPlain(this.serde, md)) as Record<string, unknown>;
+    return Object.entries(filter).every(([key, value]) => isDeepStrictEqual(metadata[key], value));
+  }
+
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    if (config?.configurable === undefined) throw missing('put', 'thread_id');
+    const thread = idOf(config.configurable.thread_id, 'put', 'thread_id')!;
+    const ns = nsOf(config);
+    const parent = idOf(config.configurable.checkpoint_id, 'put', 'checkpoint_id', true) ?? null;
+    const id = idOf(checkpoint?.id, 'put', 'checkpoint.id')!;
+    const md = await toPlain(this.serde, metadata);
+    const t = this.#thread(thread, ns);
+    await t.run(() =>
+      t.write(async (head) => {
+        const cp: StoredCheckpoint = {
+          v: checkpoint.v,
+          id,
+          ts: checkpoint.ts,
+          channel_values: await this.#values(t, checkpoint, newVersions ?? {}, head, parent),
+          channel_versions: { ...checkpoint.channel_versions },
+          versions_seen: structuredClone(checkpoint.versions_seen),
+        };
+        const writes: Record<string, Writes> = { ...head?.state.writes };
+        const headId = head?.state.cp?.id;
+        if (headId !== undefined && headId !== id) delete writes[headId];
+        const max = head?.meta.max ?? null;
+        const reput = max !== null && id <= max && id !== headId;
+        if (reput) {
+          // A checkpoint put again after others: its writes stay with it.
+          const at = await t.locate(id, entryOf(head));
+          const stored = at === undefined ? undefined : (await t.stateAt(at)).writes[id];
+          if (stored !== undefined) writes[id] = { ...stored, ...writes[id] };
+        }
+        const state: ThreadState = { cp, parent, writes };
+        return { state, meta: nextMeta(head, { id, parent, md, rev: reput }) };
+      }),
+    );
+    return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: id } };
+  }
+
+  /**
+   * The channel values to store, as LangGraph's other savers do: a channel in `newVersions` is
+   * serialized; any other keeps the value stored for its version in the newest checkpoint or the
+   * parent (unchanged, not serialized again); a channel with no value stored for its version is left out.
+   */
+  async #values(
+    t: Thread,
+    checkpoint: Checkpoint,
+    newVersions: ChannelVersions,
+    head: Head | undefined,
+    parent: string | null,
+  ): Promise<Record<string, Plain>> {
+    const values: Record<string, Plain> = {};
+    let parentCp: StoredCheckpoint | null | undefined;
+    for (const [channel, value] of Object.entries(checkpoint.channel_values ?? {})) {
+      if (Object.hasOwn(newVersions, channel)) {
+        values[channel] = await toPlain(this.serde, value);
+        continue;
+      }
+      const version = checkpoint.channel_versions?.[channel];
+      const kept = keptValue(head?.state.cp, channel, version);
+      if (kept !== undefined) {
+        values[channel] = kept;
+        continue;
+      }
+      if (parent === null || parent === head?.state.cp?.id) continue;
+      if (parentCp === undefined) {
+        const at = await t.locate(parent, entryOf(head));
+        parentCp = at === undefined ? null : (await t.stateAt(at)).cp;
+      }
+      const fromParent = keptValue(parentCp, channel, version);
+      if (fromParent !== undefined) values[channel] = fromParent;
+    }
+    return values;
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ''): Promise<void> {
+    const thread = idOf(config?.configurable?.thread_id, 'putWrites', 'thread_id')!;
+    const id = idOf(config.configurable?.checkpoint_id, 'putWrites', 'checkpoint_id')!;
+    const task = idOf(taskId, 'putWrites', 'taskId')!;
+    const records = await toRecords(this.serde, writes, task, taskPath);
+    const t = this.#thread(thread, nsOf(config));
+    await t.run(() =>
+      t.write(async (head) => {
+        const cp = head?.state.cp ?? null;
+        const at = cp === null || cp.id === id ? undefined : await t.locate(id, entryOf(head));
+        if (at === undefined) {
+          // Writes for the newest checkpoint, or for one not put yet: they wait in the newest state.
+          const merged = mergeWrites(head?.state.writes[id], records);
+          if (merged === undefined) return undefined;
+          const base: ThreadState = head?.state ?? { cp: null, parent: null, writes: {} };
+          const state = { ...base, writes: { ...base.writes, [id]: merged } };
+          return { state, meta: head?.meta ?? { id: null, parent: null, md: null, max: null } };
+        }
+        // Writes for an older checkpoint: it is committed again, with them, as the newest seq.
+        const stored = await t.stateAt(at);
+        const merged = mergeWrites(stored.writes[id], records);
+        if (merged === undefined) return undefined;
+        const early = { ...head!.state.writes };
+        delete early[cp!.id];
+        const state: ThreadState = { cp: stored.cp, parent: stored.parent, writes: { ...early, [id]: merged } };
+        const { md, parent } = (await t.page(at + 1, 1))[0]!.meta;
+        return { state, meta: nextMeta(head, { id, parent, md, rev: true }) };
+      }),
+    );
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    const thread = idOf(threadId, 'deleteThread', 'threadId')!;
+    for (const stream of await listStreams(this.store, { prefix: threadPrefix(this.prefix, thread) })) {
+      const open = this.#threads.get(stream);
+      this.#threads.delete(stream);
+      await open?.release().catch(() => undefined);
+      await deleteStream(this.store, stream);
+    }
+  }
+
+  /**
+   * Runs `fn(token)` at most once per token per thread (see SnapshotEngine.effect), recorded in
+   * the thread's root stream: a node that charges a card or sends an email calls it with its
+   * config, and a graph resumed after a crash gets the recorded result instead of a second call.
+   */
+  async effect<T>(
+    config: RunnableConfig,
+    token: string,
+    fn: (token: string) => T | Promise<T>,
+    options?: EffectOptions<ThreadState, T>,
+  ): Promise<T> {
+    const thread = idOf(config?.configurable?.thread_id, 'effect', 'thread_id')!;
+    return this.#thread(thread, '').effect(token, fn, options);
+  }
+
+  /** Closes every open thread writer, after what is queued on each. */
+  async close(): Promise<void> {
+    const threads = [...this.#threads.values()];
+    this.#threads.clear();
+    await Promise.all(threads.map((t) => t.release()));
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * One (thread_id, checkpoint_ns) of a StatefoldSaver: its stream, the engine that writes it (opened
+ * on the first write, re-opened when another replica fenced it), and the reads: the newest
+ * checkpoint, a checkpoint id's seq, the state at a seq. Operations on one thread run one at a time,
+ * in call order, so a read sees every write called before it.
+ */
+import { SnapshotEngine } from '../engine.js';
+import type { EngineOptions } from '../options.js';
+import { isStatefoldError } from '../errors.js';
+import { listCheckpoints, restore } from '../restore/index.js';
+import type { CheckpointEntry, ListCheckpointsOptions } from '../restore/types.js';
+import type { EffectOptions } from '../effects/runner.js';
+import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
+
+/** A committed seq of a thread's stream with its meta. */
+export interface Entry {
+  seq: number;
+  meta: ThreadMeta;
+}
+
+/** A committed seq with its state. */
+export interface Head extends Entry {
+  state: ThreadState;
+}
+
+/** What a write commits: the next state and its meta; undefined commits nothing. */
+export type Change = { state: ThreadState; meta: ThreadMeta } | undefined;
+
+/** How many times a write is re-tried after another writer fenced this one (each time after a re-open). */
+const FENCED_RETRIES = 3;
+/** Entries read per page when a thread's history is scanned. */
+export const PAGE = 32;
+
+export class Thread {
+  #engine: SnapshotEngine<ThreadState> | undefined;
+  #tail: Promise<unknown> = Promise.resolve();
+  /** Checkpoint id -> the newest seq this process saw holding it. */
+  readonly #seqs = new Map<string, number>();
+
+  constructor(
+    readonly stream: string,
+    readonly thread: string,
+    readonly ns: string,
+    private readonly engineOptions: Omit<EngineOptions, 'stream'>,
+    private readonly reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
+  ) {}
+
+  /** Runs `op` after every operation called on this thread before it. */
+  run<T>(op: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(op);
+    this.#tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Whether no operation is queued or running. */
+  async idle(): Promise<void> {
+    await this.#tail;
+  }
+
+  /**
+   * Commits what `next` makes of the newest state (undefined for a new stream), from this
+   * process's engine. When another writer fenced it, re-opens (taking the stream back) and asks
+   * `next` again with the newest state then committed, so a retried write builds on what is there.
+   */
+  async write(next: (head: Head | undefined) => Promise<Change>): Promise<Head | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      const engine = await this.#open();
+      const head = this.#engineHead(engine);
+      const change = await next(head);
+      if (change === undefined) return head;
+      try {
+        const info = await engine.checkpoint(change.state, { meta: change.meta });
+        if (change.meta.id !== null) this.#seqs.set(change.meta.id, info.seq);
+        return { seq: info.seq, state: change.state, meta: change.meta };
+      } catch (err) {
+        if (!isStatefoldError(err, 'FENCED') || attempt >= FENCED_RETRIES) throw err;
+        this.#engine = undefined;
+      }
+    }
+  }
+
+  /** Runs an effect on this thread's engine (see SnapshotEngine.effect). */
+  async effect<T>(token: string, fn: (token: string) => T | Promise<T>, options?: EffectOptions<ThreadState, T>) {
+    const engine = await this.run(() => this.#open());
+    return engine.effect(token, fn, options);
+  }
+
+  async #open(): Promise<SnapshotEngine<ThreadState>> {
+    if (this.#engine === undefined || this.#engine.fenced) {
+      this.#engine = await SnapshotEngine.open<ThreadState>({
+        ...this.engineOptions,
+        stream: this.stream,
+        updates: 'immutable',
+      });
+    }
+    return this.#engine;
+  }
+
+  #engineHead(engine: SnapshotEngine<ThreadState>): Head | undefined {
+    const state = engine.state;
+    if (state === undefined) return undefined;
+    return { seq: engine.seq, state, meta: threadMeta(engine.meta, this.stream, engine.seq) };
+  }
+
+  /** Closes this thread's engine, if it has one (after every queued operation). */
+  async release(): Promise<void> {
+    await this.run(async () => {
+      const engine = this.#engine;
+      this.#engine = undefined;
+      if (engine === undefined) return;
+      try {
+        await engine.close();
+      } catch (err) {
+        // A fenced engine has nothing left to commit: another replica owns the thread now.
+        if (!isStatefoldError(err, 'FENCED')) throw err;
+      }
+    });
+  }
+
+  /** Entries of the stream, newest first, `limit` from below seq `before`. */
+  async page(before: number | undefined, limit: number): Promise<Entry[]> {
+    const listed = await listCheckpoints(this.#store, this.stream, {
+      ...this.reading,
+      reverse: true,
+      limit,
+      ...(before === undefined ? {} : { before }),
+    });
+    return listed.map((entry) => {
+      if (entry.damaged) throw entry.error;
+      return this.#entry(entry);
+    });
+  }
+
+  #entry(entry: CheckpointEntry): Entry {
+    return { seq: entry.seq, meta: threadMeta(entry.meta, this.stream, entry.seq) };
+  }
+
+  get #store() {
+    return this.engineOptions.store;
+  }
+
+  /** The newest committed seq and its meta, from the store (another replica may have written since). */
+  async newest(): Promise<Entry | undefined> {
+    return (await this.page(undefined, 1))[0];
+  }
+
+  /** The state at `seq`: this process's engine's when it committed it, else restored from the store. */
+  async stateAt(seq: number): Promise<ThreadState> {
+    const engine = this.#engine;
+    if (engine !== undefined && !engine.fenced && engine.seq === seq && engine.pending === 0) {
+      const state = engine.state;
+      if (state !== undefined) return state;
+    }
+    const restored = await restore<ThreadState>(this.#store, this.stream, { ...this.reading, seq });
+    return restored.state;
+  }
+
+  /**
+   * The newest seq holding checkpoint `id`, or undefined when none does. The newest entry and its
+   * record of re-committed checkpoints answer most lookups. Else the checkpoint was put as a new
+   * largest id and its seqs follow each other (its writes, its effects): a binary search on the
+   * running largest id each meta carries finds the first, a forward page the newest. A stream
+   * whose ids were not put in increasing order falls back to a scan.
+   */
+  async locate(id: string, newest: Entry | undefined): Promise<number | undefined> {
+    if (newest === undefined) return undefined;
+    const { meta } = newest;
+    if (meta.id === id) return newest.seq;
+    const revised = meta.revs?.[id];
+    if (revised !== undefined) return revised;
+    if (meta.max === null || id > meta.max) return undefined;
+    const known = this.#seqs.get(id);
+    if (known !== undefined) return known;
+    const oldest = (await this.forward(undefined, 1))[0];
+    if (oldest === undefined) return undefined;
+    let lo = oldest.seq;
+    let hi = newest.seq;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const probe = (await this.page(mid + 1, 1))[0];
+      if (probe === undefined) break;
+      if (probe.meta.max !== null && probe.meta.max >= id) hi = probe.seq;
+      else lo = probe.seq + 1;
+    }
+    let found: number | undefined;
+    for (let after = lo - 1; ;) {
+      const run = await this.forward(after, PAGE);
+      for (const entry of run) {
+        if (entry.meta.id !== id || entry.meta.rev) return found ?? this.#scan(id, newest.seq);
+        found = entry.seq;
+      }
+      if (run.length < PAGE) return found ?? this.#scan(id, newest.seq);
+      after = run[run.length - 1]!.seq;
+    }
+  }
+
+  /** Entries of the stream, oldest first, `limit` from above seq `after`. */
+  async forward(after: number | undefined, limit: number): Promise<Entry[]> {
+    const listed = await listCheckpoints(this.#store, this.stream, {
+      ...this.reading,
+      limit,
+      ...(after === undefined ? {} : { after }),
+    });
+    return listed.map((entry) => {
+      if (entry.damaged) throw entry.error;
+      return this.#entry(entry);
+    });
+  }
+
+  async #scan(id: string, from: number): Promise<number | undefined> {
+    let before = from + 1;
+    for (;;) {
+      const entries = await this.page(before, PAGE);
+      for (const entry of entries) if (entry.meta.id === id) return entry.seq;
+      if (entries.length < PAGE) return undefined;
+      before = entries[entries.length - 1]!.seq;
+    }
+  }
+}
