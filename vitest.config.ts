@@ -10,6 +10,7 @@ const SLOW = [
   'test/engine/restart.test.ts', // three agent processes, one after the other
   'test/package/**/*.test.ts', // the packed package, installed and imported from outside the repository
   'test/cli/**/*.test.ts', // the statefold bin, run in child processes
+  'test/langgraph/graph.test.ts', // a LangGraph agent SIGKILLed and resumed in child processes
 ];
 /** Against a real S3-compatible server (project `s3`). */
 const INTEGRATION = ['test/integration/**/*.test.ts'];

@@ -1,0 +1,98 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MemorySaver } from '@langchain/langgraph-checkpoint';
+import { afterAll, describe, expect, it } from 'vitest';
+import { diffCheckpoints, FileStore, listCheckpoints, MemoryStore, type CheckpointEntry } from 'statefold';
+import { StatefoldSaver } from 'statefold/langgraph';
+import { buildGraph, outcome, QUESTION } from '../support/langgraph-agent.mjs';
+
+// A real LangGraph graph (messages + tool node, fake model reading real files): killed with
+// SIGKILL mid-run and resumed by a new process, it must end where an uninterrupted run ends.
+const AGENT = fileURLToPath(new URL('../support/langgraph-agent.mjs', import.meta.url));
+const FILES = 8;
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function uninterrupted(checkpointer: unknown): Promise<unknown> {
+  const graph = buildGraph(checkpointer, { files: FILES });
+  const config = { configurable: { thread_id: 'reference' } };
+  const final = await graph.invoke({ messages: [QUESTION] }, config);
+  return outcome(final.messages);
+}
+
+/** Runs the agent in a child process; SIGKILLs it once it has printed `killAfter` updates. */
+function life(
+  dir: string,
+  killAfter: number | undefined,
+): Promise<{ updates: number; done?: unknown; signal: string | null }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [AGENT, dir, 'thread-1', String(FILES), '40'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let updates = 0;
+    let done: unknown;
+    let partial = '';
+    let stderr = '';
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
+    proc.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      partial += chunk;
+      for (let nl = partial.indexOf('\n'); nl >= 0; nl = partial.indexOf('\n')) {
+        const line = partial.slice(0, nl);
+        partial = partial.slice(nl + 1);
+        if (line.startsWith('update ') && ++updates === killAfter) proc.kill('SIGKILL');
+        if (line.startsWith('done ')) done = JSON.parse(line.slice(5));
+      }
+    });
+    proc.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    proc.on('error', reject);
+    proc.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (signal === null && code !== 0) reject(new Error(`agent exited ${code}: ${stderr}`));
+      else resolve({ updates, done, signal });
+    });
+  });
+}
+
+describe('StatefoldSaver under a real LangGraph graph', () => {
+  it('ends as MemorySaver does, uninterrupted', async () => {
+    const expected = await uninterrupted(new MemorySaver());
+    expect(await uninterrupted(new StatefoldSaver({ store: new MemoryStore() }))).toEqual(expected);
+    expect((expected as unknown[]).length).toBe(2 + 2 * FILES);
+  });
+
+  it('killed with SIGKILL mid-run and resumed by new processes, ends as an uninterrupted run', async () => {
+    const expected = await uninterrupted(new MemorySaver());
+    const dir = mkdtempSync(join(tmpdir(), 'statefold-lg-kill-'));
+    dirs.push(dir);
+    const first = await life(dir, 5);
+    expect(first.signal).toBe('SIGKILL');
+    expect(first.done).toBeUndefined();
+    const second = await life(dir, 4);
+    expect(second.signal).toBe('SIGKILL');
+    const last = await life(dir, undefined);
+    expect(last.done).toEqual(expected);
+
+    // The messages are stored as deltas: a checkpoint that adds a message adds that one message.
+    const store = new FileStore({ dir });
+    const stream = 'langgraph/["thread-1",""]';
+    const entries = (await listCheckpoints(store, stream)).filter((e): e is CheckpointEntry => !e.damaged);
+    let adds = 0;
+    for (let i = 1; i < entries.length; i++) {
+      const [a, b] = [entries[i - 1]!, entries[i]!];
+      if (b.kind !== 'delta') continue;
+      for (const op of await diffCheckpoints(store, stream, a.seq, b.seq)) {
+        expect(op.path).not.toBe('/cp/channel_values/messages');
+        if (/^\/cp\/channel_values\/messages\/j\/\d+$/.test(op.path)) {
+          expect(op.op).toBe('add');
+          adds++;
+        }
+      }
+    }
+    expect(adds).toBeGreaterThanOrEqual(FILES);
+  }, 120_000);
+});

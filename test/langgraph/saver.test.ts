@@ -1,0 +1,165 @@
+import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
+import { describe, expect, it } from 'vitest';
+import { isStatefoldError, listStreams, MemoryStore, type Store } from 'statefold';
+import { StatefoldSaver } from 'statefold/langgraph';
+import { HookStore, type StoreOp } from '../support/hook-store.js';
+
+// What LangGraph's validation suite does not check: bounded reads on long threads, writes that
+// come before their put or go to an older checkpoint, two replicas on one thread, effects, errors.
+
+/** A store that counts the operations that reach it. */
+function counting(inner: Store = new MemoryStore()): { store: Store; count: Record<StoreOp, number>; reset(): void } {
+  const count = { get: 0, putIfAbsent: 0, list: 0, delete: 0 };
+  const store = new HookStore(inner, (op) => void count[op]++);
+  return { store, count, reset: () => Object.assign(count, { get: 0, putIfAbsent: 0, list: 0, delete: 0 }) };
+}
+
+function checkpointOf(id: string, step: number, messages: string[]): Checkpoint {
+  return {
+    ...emptyCheckpoint(),
+    id,
+    channel_values: { messages, step },
+    channel_versions: { messages: step + 1, step: step + 1 },
+  };
+}
+
+/** Puts `n` checkpoints on one thread, each adding a message; returns their ids. */
+async function thread(saver: StatefoldSaver, threadId: string, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  const messages: string[] = [];
+  let config = { configurable: { thread_id: threadId, checkpoint_ns: '' } } as Record<string, any>;
+  for (let step = 0; step < n; step++) {
+    const id = uuid6(step);
+    messages.push(`message ${step} `.repeat(20));
+    config = await saver.put(
+      config,
+      checkpointOf(id, step, [...messages]),
+      { source: 'loop', step, parents: {} },
+      {
+        messages: step + 1,
+        step: step + 1,
+      },
+    );
+    ids.push(id);
+  }
+  return ids;
+}
+
+const cfg = (thread_id: string, checkpoint_id?: string) => ({
+  configurable: { thread_id, checkpoint_ns: '', ...(checkpoint_id ? { checkpoint_id } : {}) },
+});
+
+describe('StatefoldSaver', () => {
+  it('finds an old checkpoint of a long thread without reading its history', async () => {
+    const { store, count, reset } = counting();
+    const ids = await thread(new StatefoldSaver({ store }), 't', 400);
+    const reader = new StatefoldSaver({ store });
+    reset();
+    const tuple = await reader.getTuple(cfg('t', ids[10]));
+    expect(tuple?.checkpoint.id).toBe(ids[10]);
+    expect((tuple?.checkpoint.channel_values.messages as string[]).length).toBe(11);
+    expect(tuple?.parentConfig?.configurable?.checkpoint_id).toBe(ids[9]);
+    // A binary search over 400 seqs: about log2(400) = 9 probes, each a listing and a read, then the restore.
+    expect(count.get).toBeLessThan(80);
+    reset();
+    const latest = await reader.getTuple(cfg('t'));
+    expect(latest?.checkpoint.id).toBe(ids[399]);
+    expect(count.get).toBeLessThan(40);
+    reset();
+    const page = [];
+    for await (const t of reader.list(cfg('t'), { limit: 3 })) page.push(t.checkpoint.id);
+    expect(page).toEqual([ids[399], ids[398], ids[397]]);
+    expect(count.get).toBeLessThan(120);
+    expect(count.get).toBeGreaterThan(0);
+  });
+
+  it('keeps writes that come before their put, and writes to an older checkpoint', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    const ids = await thread(saver, 't', 3);
+    const next = uuid6(9);
+    // LangGraph fires the writes of a checkpoint before its put reaches the saver.
+    await saver.putWrites(cfg('t', next), [['messages', 'early']], 'task-a');
+    expect((await saver.getTuple(cfg('t')))?.checkpoint.id).toBe(ids[2]);
+    expect((await saver.getTuple(cfg('t')))?.pendingWrites).toEqual([]);
+    await saver.put(
+      cfg('t', ids[2]),
+      checkpointOf(next, 3, ['x']),
+      { source: 'loop', step: 3, parents: {} },
+      {
+        messages: 4,
+      },
+    );
+    expect((await saver.getTuple(cfg('t')))?.pendingWrites).toEqual([['task-a', 'messages', 'early']]);
+    // A write to an older checkpoint (a replay from it) is kept with it; the latest stays the latest.
+    await saver.putWrites(cfg('t', ids[0]), [['messages', 'late']], 'task-b');
+    await saver.putWrites(cfg('t', ids[0]), [['messages', 'again']], 'task-b'); // same task and index: kept once
+    expect((await saver.getTuple(cfg('t', ids[0])))?.pendingWrites).toEqual([['task-b', 'messages', 'late']]);
+    expect((await saver.getTuple(cfg('t')))?.checkpoint.id).toBe(next);
+    const fresh = new StatefoldSaver({ store: saver.store });
+    expect((await fresh.getTuple(cfg('t', ids[0])))?.pendingWrites).toEqual([['task-b', 'messages', 'late']]);
+    expect((await fresh.getTuple(cfg('t', next)))?.pendingWrites).toEqual([['task-a', 'messages', 'early']]);
+    const listed = [];
+    for await (const t of fresh.list(cfg('t'))) listed.push(t.checkpoint.id);
+    expect(listed).toEqual([next, ids[2], ids[1], ids[0]]);
+  });
+
+  it('two replicas on one thread: the fenced one re-opens and writes on top of the other', async () => {
+    const store = new MemoryStore();
+    const a = new StatefoldSaver({ store });
+    const b = new StatefoldSaver({ store });
+    const ids = await thread(a, 't', 2);
+    const c2 = uuid6(20);
+    await b.put(
+      cfg('t', ids[1]),
+      checkpointOf(c2, 2, ['b']),
+      { source: 'loop', step: 2, parents: {} },
+      { messages: 3 },
+    );
+    const c3 = uuid6(30);
+    await a.put(cfg('t', c2), checkpointOf(c3, 3, ['a']), { source: 'loop', step: 3, parents: {} }, { messages: 4 });
+    const listed = [];
+    for await (const t of b.list(cfg('t'))) listed.push(t.checkpoint.id);
+    expect(listed).toEqual([c3, c2, ids[1], ids[0]]);
+    expect((await b.getTuple(cfg('t')))?.checkpoint.channel_values).toEqual({ messages: ['a'] });
+  });
+
+  it('runs an effect once per thread, across savers', async () => {
+    const store = new MemoryStore();
+    const saver = new StatefoldSaver({ store });
+    await thread(saver, 't', 1);
+    let calls = 0;
+    const charge = () => ({ charged: ++calls });
+    expect(await saver.effect(cfg('t'), 'charge:1', charge)).toEqual({ charged: 1 });
+    await saver.close();
+    const resumed = new StatefoldSaver({ store });
+    expect(await resumed.effect(cfg('t'), 'charge:1', charge)).toEqual({ charged: 1 });
+    expect(calls).toBe(1);
+  });
+
+  it('deletes every namespace of one thread and no other thread', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    await thread(saver, '1', 2);
+    await thread(saver, '10', 2);
+    const child = { configurable: { thread_id: '1', checkpoint_ns: 'sub:1' } };
+    await saver.put(child, checkpointOf(uuid6(5), 0, []), { source: 'loop', step: 0, parents: {} }, {});
+    await saver.deleteThread('1');
+    expect(await saver.getTuple(cfg('1'))).toBeUndefined();
+    expect(await saver.getTuple(child)).toBeUndefined();
+    expect(await saver.getTuple(cfg('10'))).toBeDefined();
+    expect(await listStreams(saver.store)).toEqual(['langgraph/["10",""]']);
+  });
+
+  it('rejects a config without a thread_id or checkpoint_id with INVALID_ARGUMENT', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    const cp = checkpointOf(uuid6(1), 0, []);
+    const meta = { source: 'input' as const, step: -1, parents: {} };
+    await expect(saver.put({ configurable: {} }, cp, meta, {})).rejects.toSatisfy((e) =>
+      isStatefoldError(e, 'INVALID_ARGUMENT'),
+    );
+    await expect(saver.putWrites(cfg('t'), [['a', 1]], 'task')).rejects.toThrow(/checkpoint_id is required/);
+    await expect(saver.put({ configurable: { thread_id: 't', checkpoint_ns: 7 } }, cp, meta, {})).rejects.toThrow(
+      /checkpoint_ns must be a string/,
+    );
+    expect(() => new StatefoldSaver({} as never)).toThrow(/store/);
+  });
+});
