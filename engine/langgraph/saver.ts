@@ -4,7 +4,6 @@
  * channel values as plain JSON, so consecutive checkpoints of a thread are stored as JSON Patch
  * deltas of what changed, with a base every `policy.baseEvery`. See README, LangGraph.
  */
-import { isDeepStrictEqual } from 'node:util';
 import {
   BaseCheckpointSaver,
   type ChannelVersions,
@@ -40,7 +39,7 @@ import {
 } from './codec.js';
 import { idOf, invalid, missing, nsOf } from './config.js';
 import { PAGE, Thread, type Entry, type Head } from './thread.js';
-import { entryOf, keptValue, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
+import { entryOf, keptValue, matchesFilter, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
 
 /** Options of `new StatefoldSaver`. */
 export interface StatefoldSaverOptions {
@@ -114,18 +113,26 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const wanted = idOf(config.configurable?.checkpoint_id, 'getTuple', 'checkpoint_id', true);
     const t = this.#thread(thread, ns);
     return t.run(async () => {
+      if (wanted === undefined) {
+        // The latest is the largest id: normally the newest seq's own checkpoint.
+        const head = await t.latest();
+        if (head === undefined || head.meta.max === null) return undefined;
+        if (head.meta.id === head.meta.max && head.state.cp !== null) return this.#tuple(t, head.state, head.meta);
+        const seq = await t.locate(head.meta.max, entryOf(head));
+        return seq === undefined ? undefined : this.#tupleAt(t, seq);
+      }
       const newest = await t.newest();
-      if (newest === undefined) return undefined;
-      const id = wanted ?? newest.meta.max;
-      if (id === null) return undefined;
-      const seq = await t.locate(id, newest);
-      return seq === undefined ? undefined : this.#tupleAt(t, seq, newest.seq === seq ? newest.meta : undefined);
+      const seq = await t.locate(wanted, newest);
+      return seq === undefined ? undefined : this.#tupleAt(t, seq, newest?.seq === seq ? newest.meta : undefined);
     });
   }
 
   async #tupleAt(t: Thread, seq: number, known?: ThreadMeta): Promise<CheckpointTuple> {
-    const meta = known ?? (await t.page(seq + 1, 1))[0]!.meta;
-    const state = await t.stateAt(seq);
+    const meta = known ?? (await t.metaAt(seq))!.meta;
+    return this.#tuple(t, await t.stateAt(seq), meta);
+  }
+
+  #tuple(t: Thread, state: ThreadState, meta: ThreadMeta): Promise<CheckpointTuple> {
     const parentWrites = async (): Promise<Writes | undefined> => {
       const parent = state.parent!;
       const at = await t.locate(parent, await t.newest());
@@ -185,7 +192,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         seen.add(id);
         if (o.beforeId !== undefined && id >= o.beforeId) continue;
         if (o.onlyId !== undefined && id !== o.onlyId) continue;
-        if (o.filter !== undefined && !(await this.#passes(md, o.filter))) continue;
+        if (o.filter !== undefined && !(await matchesFilter(this.serde, md, o.filter))) continue;
         found.push(entry);
       }
       found.sort((a, b) => (a.meta.id! < b.meta.id! ? 1 : -1));
@@ -196,11 +203,6 @@ export class StatefoldSaver extends BaseCheckpointSaver {
       before = last.seq;
     }
     return found.slice(0, o.limit);
-  }
-
-  async #passes(md: Plain | null, filter: Record<string, unknown>): Promise<boolean> {
-    const metadata = (md === null ? {} : await fromPlain(this.serde, md)) as Record<string, unknown>;
-    return Object.entries(filter).every(([key, value]) => isDeepStrictEqual(metadata[key], value));
   }
 
   async put(
@@ -305,7 +307,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         const early = { ...head!.state.writes };
         delete early[cp!.id];
         const state: ThreadState = { cp: stored.cp, parent: stored.parent, writes: { ...early, [id]: merged } };
-        const { md, parent } = (await t.page(at + 1, 1))[0]!.meta;
+        const { md, parent } = (await t.metaAt(at))!.meta;
         return { state, meta: nextMeta(head, { id, parent, md, rev: true }) };
       }),
     );

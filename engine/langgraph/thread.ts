@@ -6,7 +6,12 @@
  */
 import { SnapshotEngine } from '../engine.js';
 import type { EngineOptions } from '../options.js';
+import { readingOf } from '../args.js';
 import { isStatefoldError } from '../errors.js';
+import { decodeMeta, type FrameReading } from '../format/frame.js';
+import { guardStore, resolveStoreTimeout } from '../log/guard.js';
+import { StreamKeys } from '../log/keys.js';
+import { readFrame } from '../log/read.js';
 import { listCheckpoints, restore } from '../restore/index.js';
 import type { CheckpointEntry, ListCheckpointsOptions } from '../restore/types.js';
 import type { EffectOptions } from '../effects/runner.js';
@@ -36,6 +41,8 @@ export class Thread {
   #tail: Promise<unknown> = Promise.resolve();
   /** Checkpoint id -> the newest seq this process saw holding it. */
   readonly #seqs = new Map<string, number>();
+  readonly #keys: StreamKeys;
+  readonly #frames: FrameReading;
 
   constructor(
     readonly stream: string,
@@ -43,7 +50,10 @@ export class Thread {
     readonly ns: string,
     private readonly engineOptions: Omit<EngineOptions, 'stream'>,
     private readonly reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
-  ) {}
+  ) {
+    this.#keys = new StreamKeys(stream);
+    this.#frames = readingOf(reading, 'StatefoldSaver');
+  }
 
   /** Runs `op` after every operation called on this thread before it. */
   run<T>(op: () => Promise<T>): Promise<T> {
@@ -144,6 +154,26 @@ export class Thread {
     return (await this.page(undefined, 1))[0];
   }
 
+  /**
+   * The newest committed seq with its state: this process's engine's when nothing was committed
+   * since (one look at the store's newest seq), else restored from the store in one call.
+   */
+  async latest(): Promise<Head | undefined> {
+    const engine = this.#engine;
+    const state = engine?.state;
+    if (engine !== undefined && state !== undefined && !engine.fenced && engine.pending === 0) {
+      const newest = await this.newest();
+      if (newest === undefined || newest.seq === engine.seq) return newest && { ...newest, state };
+    }
+    try {
+      const restored = await restore<ThreadState>(this.engineOptions.store, this.stream, this.reading);
+      return { seq: restored.seq, state: restored.state, meta: threadMeta(restored.meta, this.stream, restored.seq) };
+    } catch (err) {
+      if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
+      throw err;
+    }
+  }
+
   /** The state at `seq`: this process's engine's when it committed it, else restored from the store. */
   async stateAt(seq: number): Promise<ThreadState> {
     const engine = this.#engine;
@@ -156,10 +186,30 @@ export class Thread {
   }
 
   /**
+   * The meta at committed `seq`: one read of the slot's first key (a checkpoint there is committed:
+   * it was created only if absent), or a listing when an engine's fence sits there instead.
+   */
+  async metaAt(seq: number): Promise<Entry | undefined> {
+    const key = this.#keys.slot(seq);
+    try {
+      const store = guardStore(this.#store, resolveStoreTimeout(this.reading.storeTimeoutMs, 'StatefoldSaver'));
+      const frame = await readFrame(store, this.#keys, seq, key, this.#frames);
+      if (frame.kind !== 'fence') {
+        const meta = decodeMeta(frame, { stream: this.stream, seq, key });
+        return { seq, meta: threadMeta(meta, this.stream, seq) };
+      }
+    } catch (err) {
+      if (!isStatefoldError(err, 'NOT_FOUND')) throw err;
+    }
+    const listed = (await this.page(seq + 1, 1))[0];
+    return listed?.seq === seq ? listed : undefined;
+  }
+
+  /**
    * The newest seq holding checkpoint `id`, or undefined when none does. The newest entry and its
    * record of re-committed checkpoints answer most lookups. Else the checkpoint was put as a new
    * largest id and its seqs follow each other (its writes, its effects): a binary search on the
-   * running largest id each meta carries finds the first, a forward page the newest. A stream
+   * running largest id each meta carries finds the first, reads forward the newest. A stream
    * whose ids were not put in increasing order falls back to a scan.
    */
   async locate(id: string, newest: Entry | undefined): Promise<number | undefined> {
@@ -177,21 +227,20 @@ export class Thread {
     let hi = newest.seq;
     while (lo < hi) {
       const mid = Math.floor((lo + hi) / 2);
-      const probe = (await this.page(mid + 1, 1))[0];
-      if (probe === undefined) break;
-      if (probe.meta.max !== null && probe.meta.max >= id) hi = probe.seq;
-      else lo = probe.seq + 1;
+      const probe = await this.metaAt(mid);
+      if (probe === undefined) return this.#scan(id, newest.seq);
+      if (probe.meta.max !== null && probe.meta.max >= id) hi = mid;
+      else lo = mid + 1;
     }
     let found: number | undefined;
-    for (let after = lo - 1; ;) {
-      const run = await this.forward(after, PAGE);
-      for (const entry of run) {
-        if (entry.meta.id !== id || entry.meta.rev) return found ?? this.#scan(id, newest.seq);
-        found = entry.seq;
-      }
-      if (run.length < PAGE) return found ?? this.#scan(id, newest.seq);
-      after = run[run.length - 1]!.seq;
+    for (let seq = lo; seq <= newest.seq; seq++) {
+      const entry = seq === newest.seq ? newest : await this.metaAt(seq);
+      if (entry === undefined || entry.meta.id !== id || (entry.meta.rev && seq !== lo)) break;
+      found = seq;
     }
+    if (found === undefined) return this.#scan(id, newest.seq);
+    this.#seqs.set(id, found);
+    return found;
   }
 
   /** Entries of the stream, oldest first, `limit` from above seq `after`. */

@@ -10,6 +10,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
+import { isDeepStrictEqual } from 'node:util';
 import {
   fromPlain,
   toCheckpoint,
@@ -135,4 +136,14 @@ export function nextMeta(
   if (Object.keys(revs).length > 0) meta.revs = revs;
   if (at.rev) meta.rev = true;
   return meta;
+}
+
+/** Whether a checkpoint's metadata has every key of `filter` with an equal value (list's filter). */
+export async function matchesFilter(
+  serde: SerializerProtocol,
+  md: Plain | null,
+  filter: Record<string, unknown>,
+): Promise<boolean> {
+  const metadata = (md === null ? {} : await fromPlain(serde, md)) as Record<string, unknown>;
+  return Object.entries(filter).every(([key, value]) => isDeepStrictEqual(metadata[key], value));
 }
