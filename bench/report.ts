@@ -10,6 +10,8 @@ import type { EncryptionResult } from './encryption.js';
 import type { ManyResult } from './many.js';
 import { manySection } from './report-many.js';
 import { encryptionSection } from './report-encryption.js';
+import { langgraphSection } from './report-langgraph.js';
+import type { LangGraphResult } from './langgraph.js';
 import { amplificationSection, changeVerdicts, memorySection, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -55,6 +57,7 @@ export interface Results {
   history?: HistoryResult[];
   many?: ManyResult[];
   encryption?: EncryptionResult[];
+  langgraph?: LangGraphResult;
 }
 
 const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');
@@ -471,6 +474,7 @@ export function renderReport(res: Results): string {
   for (const line of historySection(res.history ?? [])) p(line);
   for (const line of manySection(res.many ?? [])) p(line);
   for (const line of encryptionSection(res.encryption ?? [])) p(line);
+  for (const line of langgraphSection(res.langgraph)) p(line);
 
   // ---- micro
   if (res.micro.length > 0) {

@@ -28,6 +28,7 @@ import { historyScenario } from './history.js';
 import { manyStreamsInChild } from './many.js';
 import { encryptionScenario } from './encryption.js';
 import { memoryScenario } from './memory.js';
+import { langgraphScenario } from './langgraph.js';
 import { SHORT, type StrategyId } from './strategies.js';
 import type { WorkloadName } from './workload.js';
 import { WORKLOADS } from './workloads.js';
@@ -69,6 +70,8 @@ interface Plan {
     warmupMs: number;
     windowMs: number;
   };
+  /** LangGraph savers side by side: state sizes and tool calls per run (over 50, for a read 100 puts back). */
+  langgraph: { sizes: number[]; toolCalls: number };
 }
 
 const K = 1000;
@@ -104,6 +107,7 @@ const PLANS: Record<Mode, Plan> = {
       warmupMs: 4000,
       windowMs: 20_000,
     },
+    langgraph: { sizes: [50 * K, 500 * K, 5000 * K], toolCalls: 55 },
   },
   quick: {
     sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
@@ -126,6 +130,7 @@ const PLANS: Record<Mode, Plan> = {
     encryption: { steps: 60, rounds: 2, chain: 31, restores: 10 },
     history: { file: [100, 10_000], s3: [100, 1_000], runs: 3, size: 5 * K },
     many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 2_000, size: 20 * K, warmupMs: 1000, windowMs: 4000 },
+    langgraph: { sizes: [50 * K, 500 * K], toolCalls: 55 },
   },
   smoke: {
     sizes: { coding: [5 * K, 20 * K], embeddings: [20 * K] },
@@ -147,6 +152,7 @@ const PLANS: Record<Mode, Plan> = {
     encryption: { steps: 8, rounds: 1, chain: 3, restores: 3 },
     history: { file: [100, 300], s3: [100], runs: 2, size: 5 * K },
     many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 100, size: 5 * K, warmupMs: 200, windowMs: 800 },
+    langgraph: { sizes: [20 * K], toolCalls: 51 },
   },
 };
 
@@ -258,6 +264,7 @@ async function main(): Promise<void> {
     WORKLOADS.length /* memory */ +
     1 /* history */ +
     plan.many.runs.length +
+    1 /* langgraph */ +
     (typeof s3 === 'string' ? 0 : 1);
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
@@ -337,6 +344,13 @@ async function main(): Promise<void> {
         `encryption: ${headline} ${H / K} KB, file store, copy mode, plain and encrypted, ${e.rounds} rounds of ${e.steps} steps, restore of ${e.chain} deltas`,
       );
       results.encryption!.push(await encryptionScenario(fileKind, headline, H, change, seed, e, progress));
+    }
+    {
+      const lg = plan.langgraph;
+      progress.begin(
+        `LangGraph savers: ${lg.sizes.map((s) => `${s / K} KB`).join(', ')}, ${lg.toolCalls} tool calls each${process.env.STATEFOLD_PG_URL ? '' : ' (PostgresSaver skipped: STATEFOLD_PG_URL is not set)'}`,
+      );
+      results.langgraph = await langgraphScenario(lg.sizes, lg.toolCalls, progress);
     }
 
     const workPerMs = calibrateWork();

@@ -1,0 +1,307 @@
+/**
+ * LangGraph savers side by side on a real LangGraph graph: a coding agent (messages + ToolNode, a
+ * fake model) whose `read_file` tool returns real text from the files under node_modules, with a
+ * sliding context window of WINDOW messages, so that the state stays near its nominal size. Each
+ * saver runs the same graph on its own thread with `durability: 'sync'` (each step waits for its
+ * checkpoint), then a new saver instance on the same storage reads the latest checkpoint and the
+ * one 100 steps back.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from '@langchain/core/messages';
+import { tool } from '@langchain/core/tools';
+import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { ToolNode } from '@langchain/langgraph/prebuilt';
+import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { z } from 'zod';
+import { FileStore, listCheckpoints, listStreams, MemoryStore, type Store } from 'statefold';
+import { StatefoldSaver } from 'statefold/langgraph';
+import { summarize, type Progress, type Summary } from './stats.js';
+
+/** Messages kept in the context window (the question, then tool calls and results). */
+const WINDOW = 40;
+/** Reads timed per figure. */
+const READS = 15;
+
+export type SaverId = 'statefold-file' | 'statefold-memory' | 'memory' | 'sqlite' | 'sqlite-full' | 'postgres';
+
+export interface LangGraphRun {
+  saver: SaverId;
+  size: number;
+  toolCalls: number;
+  checkpoints: number;
+  /** Bytes the saver's storage holds after the run (see the report for how each is counted). */
+  bytes: number;
+  /** State size at the end of the run: the checkpoint's channel values as JSON. */
+  stateBytes: number;
+  put: Summary;
+  putWrites: Summary;
+  latest: Summary;
+  back100: Summary;
+  runMs: number;
+}
+
+export interface LangGraphResult {
+  runs: LangGraphRun[];
+  /** Why PostgresSaver did not run, when it did not. */
+  postgresSkipped?: string;
+}
+
+/** Real text from node_modules, in a fixed order (sorted paths, every 7th file). */
+function corpus(): string[] {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules');
+  const files = readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((rel) => /\.(md|txt|ts|js|json)$/.test(rel) && !rel.includes(`${path.sep}.`))
+    .sort()
+    .filter((_, i) => i % 7 === 0);
+  const texts: string[] = [];
+  for (const rel of files) {
+    const full = path.join(root, rel);
+    try {
+      if (statSync(full).isFile()) texts.push(readFileSync(full, 'utf8'));
+    } catch {
+      // a dangling link
+    }
+    if (texts.length >= 400) break;
+  }
+  return texts;
+}
+
+/** The text the agent's n-th file read returns: real files, joined until `bytes` long. */
+function fileText(texts: string[], n: number, bytes: number): string {
+  let out = '';
+  for (let i = n * 3; out.length < bytes; i++) out += texts[i % texts.length]!;
+  return out.slice(0, bytes);
+}
+
+function agent(checkpointer: BaseCheckpointSaver, texts: string[], toolCalls: number, resultBytes: number) {
+  const readFile = tool(async ({ n }) => fileText(texts, n, resultBytes), {
+    name: 'read_file',
+    description: 'Reads the n-th file',
+    schema: z.object({ n: z.number() }),
+  });
+  const model = async (state: typeof MessagesAnnotation.State) => {
+    const lastCall = state.messages.findLast((m) => m.id?.startsWith('call-'));
+    const read = lastCall === undefined ? 0 : Number(lastCall.id!.slice('call-'.length)) + 1;
+    const n = state.messages.length;
+    // The window: past WINDOW messages, drop the oldest call and its result (after the question).
+    const drop = n > WINDOW ? state.messages.slice(1, 3).map((m) => new RemoveMessage({ id: m.id! })) : [];
+    if (read >= toolCalls) return { messages: [...drop, new AIMessage({ id: `answer`, content: `Read ${read}.` })] };
+    const call = new AIMessage({
+      id: `call-${read}`,
+      content: `Reading file ${read}`,
+      tool_calls: [{ id: `tc-${read}`, name: 'read_file', args: { n: read } }],
+    });
+    return { messages: [...drop, call] };
+  };
+  return new StateGraph(MessagesAnnotation)
+    .addNode('model', model)
+    .addNode('tools', new ToolNode([readFile]))
+    .addEdge(START, 'model')
+    .addConditionalEdges('model', (s) => ((s.messages.at(-1) as AIMessage)?.tool_calls?.length ? 'tools' : END))
+    .addEdge('tools', 'model')
+    .compile({ checkpointer });
+}
+
+/** Times every call of `method` on `saver` (until its promise settles); `seen` gets what each resolved. */
+function timed(saver: BaseCheckpointSaver, method: 'put' | 'putWrites', into: number[], seen?: unknown[]): void {
+  const original = (saver[method] as (...a: unknown[]) => Promise<unknown>).bind(saver);
+  (saver as unknown as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+    const t0 = performance.now();
+    const result = await original(...args);
+    into.push(performance.now() - t0);
+    seen?.push(result);
+    return result;
+  };
+}
+
+interface Backend {
+  /** A saver on the backend's storage (a new one each call, on the same storage). */
+  open(): Promise<BaseCheckpointSaver>;
+  bytes(): Promise<number>;
+  close(saver: BaseCheckpointSaver): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+async function storeBytes(store: Store): Promise<number> {
+  let total = 0;
+  for (const stream of await listStreams(store)) {
+    for (const e of await listCheckpoints(store, stream)) if (!e.damaged) total += e.bytes;
+  }
+  return total;
+}
+
+async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `statefold-lg-bench-${id}-`));
+  const cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  switch (id) {
+    case 'statefold-file':
+    case 'statefold-memory': {
+      const store = id === 'statefold-file' ? new FileStore({ dir }) : new MemoryStore();
+      return {
+        open: async () => new StatefoldSaver({ store }),
+        bytes: () => storeBytes(store),
+        close: (s) => (s as StatefoldSaver).close(),
+        cleanup,
+      };
+    }
+    case 'memory': {
+      const saver = new MemorySaver();
+      return {
+        open: async () => saver,
+        bytes: async () => memorySaverBytes(saver),
+        close: async () => undefined,
+        cleanup,
+      };
+    }
+    case 'sqlite':
+    case 'sqlite-full': {
+      const file = path.join(dir, 'checkpoints.db');
+      return {
+        open: async () => {
+          const saver = SqliteSaver.fromConnString(file);
+          if (id === 'sqlite-full') {
+            (saver as unknown as { setup(): void }).setup();
+            saver.db.pragma('synchronous=FULL');
+          }
+          return saver;
+        },
+        bytes: async () =>
+          ['', '-wal'].reduce((sum, ext) => sum + (statSync(file + ext, { throwIfNoEntry: false })?.size ?? 0), 0),
+        close: async (s) => (s as SqliteSaver).db.close(),
+        cleanup,
+      };
+    }
+    case 'postgres': {
+      const schema = `bench_${Date.now().toString(36)}`;
+      const first = PostgresSaver.fromConnString(pgUrl!, { schema });
+      await first.setup();
+      return {
+        open: async () => PostgresSaver.fromConnString(pgUrl!, { schema }),
+        bytes: async () => {
+          const { rows } = await pool(first).query(
+            `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS n FROM pg_class c
+             JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relkind = 'r'`,
+            [schema],
+          );
+          return Number(rows[0]!.n);
+        },
+        close: (s) => (s as PostgresSaver).end(),
+        cleanup: async () => {
+          await pool(first).query(`DROP SCHEMA ${schema} CASCADE`);
+          await first.end();
+          await cleanup();
+        },
+      };
+    }
+  }
+}
+
+/** PostgresSaver's connection pool (not public API; used to measure its tables). */
+function pool(saver: PostgresSaver): { query(sql: string, args?: unknown[]): Promise<{ rows: { n: string }[] }> } {
+  return (saver as unknown as { pool: ReturnType<typeof pool> }).pool;
+}
+
+/** What MemorySaver holds: every serialized checkpoint, metadata and write. */
+function memorySaverBytes(saver: MemorySaver): number {
+  let total = 0;
+  for (const byNs of Object.values(saver.storage))
+    for (const byId of Object.values(byNs))
+      for (const [cp, md] of Object.values(byId)) total += cp.byteLength + md.byteLength;
+  for (const byKey of Object.values(saver.writes)) for (const w of Object.values(byKey)) total += w[2].byteLength;
+  return total;
+}
+
+async function timedReads(fn: () => Promise<unknown>): Promise<Summary> {
+  const times: number[] = [];
+  for (let i = 0; i < READS; i++) {
+    const t0 = performance.now();
+    const got = await fn();
+    times.push(performance.now() - t0);
+    if (got === undefined) throw new Error('langgraph bench: a read found no checkpoint');
+  }
+  return summarize(times);
+}
+
+/** One saver, one state size: the run, then reads from a new saver instance. */
+export async function langgraphRun(
+  id: SaverId,
+  size: number,
+  toolCalls: number,
+  pgUrl: string | undefined,
+): Promise<LangGraphRun> {
+  const texts = corpus();
+  const b = await backend(id, pgUrl);
+  try {
+    const saver = await b.open();
+    const puts: number[] = [];
+    const writes: number[] = [];
+    const putConfigs: { configurable: { checkpoint_id: string } }[] = [];
+    timed(saver, 'put', puts, putConfigs);
+    timed(saver, 'putWrites', writes);
+    const graph = agent(saver, texts, toolCalls, Math.round(size / (WINDOW / 2)));
+    const config = { configurable: { thread_id: `bench-${id}` }, recursionLimit: 4 * toolCalls + 10 };
+    const t0 = performance.now();
+    await graph.invoke(
+      { messages: [new HumanMessage({ id: 'question', content: 'Read the files.' })] },
+      {
+        ...config,
+        durability: 'sync',
+      },
+    );
+    const runMs = performance.now() - t0;
+    const ids = putConfigs.map((c) => c.configurable.checkpoint_id);
+    const last = await saver.getTuple(config);
+    const stateBytes = Buffer.byteLength(JSON.stringify(last!.checkpoint.channel_values));
+    if (saver !== (await b.open())) await b.close(saver);
+    const reader = await b.open();
+    const back = {
+      configurable: { thread_id: `bench-${id}`, checkpoint_ns: '', checkpoint_id: ids[ids.length - 101]! },
+    };
+    const latest = await timedReads(() => reader.getTuple(config));
+    const back100 = await timedReads(() => reader.getTuple(back));
+    const bytes = await b.bytes();
+    if (id !== 'memory') await b.close(reader);
+    return {
+      saver: id,
+      size,
+      toolCalls,
+      checkpoints: ids.length,
+      bytes,
+      stateBytes,
+      put: summarize(puts),
+      putWrites: summarize(writes),
+      latest,
+      back100,
+      runMs,
+    };
+  } finally {
+    await b.cleanup();
+  }
+}
+
+/** Every saver at every size, savers in rotating order per size. */
+export async function langgraphScenario(
+  sizes: number[],
+  toolCalls: number,
+  progress: Progress,
+): Promise<LangGraphResult> {
+  const pgUrl = process.env.STATEFOLD_PG_URL;
+  const savers: SaverId[] = ['statefold-file', 'statefold-memory', 'memory', 'sqlite', 'sqlite-full'];
+  if (pgUrl) savers.push('postgres');
+  const runs: LangGraphRun[] = [];
+  for (const [i, size] of sizes.entries()) {
+    const order = [...savers.slice(i % savers.length), ...savers.slice(0, i % savers.length)];
+    for (const id of order) {
+      progress.note(`langgraph: ${id}, ${Math.round(size / 1000)} KB, ${toolCalls} tool calls`);
+      runs.push(await langgraphRun(id, size, toolCalls, pgUrl));
+    }
+  }
+  return pgUrl
+    ? { runs }
+    : { runs, postgresSkipped: 'STATEFOLD_PG_URL was not set (start one with bench/postgres.sh)' };
+}
