@@ -6,7 +6,12 @@
  * without folding any state) names the checkpoint id, its parent, its metadata and the largest id
  * committed so far, which is what lets a lookup by id binary-search the stream.
  */
-import type { ChannelVersions, Checkpoint, SerializerProtocol } from '@langchain/langgraph-checkpoint';
+import {
+  JsonPlusSerializer,
+  type ChannelVersions,
+  type Checkpoint,
+  type SerializerProtocol,
+} from '@langchain/langgraph-checkpoint';
 import { StatefoldError } from '../errors.js';
 
 /** A serialized value: the JSON LangGraph's serde made, parsed (`j`), or its bytes and type. */
@@ -106,6 +111,34 @@ export async function toPlain(serde: SerializerProtocol, value: unknown): Promis
     }
   }
   return { t: type, b: bytes };
+}
+
+/** Serialized list items by item: the bytes they serialized to, and the plain value parsed from them. */
+export type ItemCache = WeakMap<object, { bytes: Uint8Array; plain: unknown }>;
+
+/**
+ * `toPlain` for a channel value. A list (a message history) under LangGraph's own serializer is
+ * serialized item by item, which gives the same JSON; an item that serializes to the same bytes
+ * as last time keeps its plain value, so the capture sees the same object and skips it (the bytes
+ * are compared, not trusted: an item changed in place is parsed again).
+ */
+export async function channelToPlain(serde: SerializerProtocol, value: unknown, cache: ItemCache): Promise<Plain> {
+  if (!Array.isArray(value) || value.length === 0 || !(serde instanceof JsonPlusSerializer))
+    return toPlain(serde, value);
+  const items: unknown[] = [];
+  for (const item of value) {
+    const [type, bytes] = await serde.dumpsTyped(item);
+    if (type !== 'json') return toPlain(serde, value);
+    const hit = item !== null && typeof item === 'object' ? cache.get(item) : undefined;
+    if (hit !== undefined && Buffer.compare(hit.bytes, bytes) === 0) {
+      items.push(hit.plain);
+      continue;
+    }
+    const plain: unknown = JSON.parse(decoder.decode(bytes));
+    if (item !== null && typeof item === 'object') cache.set(item, { bytes, plain });
+    items.push(plain);
+  }
+  return { j: items };
 }
 
 /** The value `toPlain` serialized. */

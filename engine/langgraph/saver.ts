@@ -26,6 +26,8 @@ import type { Policy } from '../policy.js';
 import type { Retention } from '../retention.js';
 import {
   assertPrefix,
+  channelToPlain,
+  type ItemCache,
   fromPlain,
   parseStream,
   streamOf,
@@ -68,6 +70,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
   readonly #options: StatefoldSaverOptions;
   readonly #threads = new Map<string, Thread>();
   readonly #maxOpen: number;
+  readonly #items: ItemCache = new WeakMap();
 
   constructor(options: StatefoldSaverOptions) {
     if (options === null || typeof options !== 'object')
@@ -262,7 +265,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     let parentCp: StoredCheckpoint | null | undefined;
     for (const [channel, value] of Object.entries(checkpoint.channel_values ?? {})) {
       if (Object.hasOwn(newVersions, channel)) {
-        values[channel] = await toPlain(this.serde, value);
+        values[channel] = await channelToPlain(this.serde, value, this.#items);
         continue;
       }
       const version = checkpoint.channel_versions?.[channel];

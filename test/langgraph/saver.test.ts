@@ -123,6 +123,29 @@ describe('StatefoldSaver', () => {
     expect((await b.getTuple(cfg('t')))?.checkpoint.channel_values).toEqual({ messages: ['a'] });
   });
 
+  it('stores a list item changed in place between two puts with its new content', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    const item = { role: 'assistant', content: 'draft' };
+    const list = [{ role: 'user', content: 'hi' }, item];
+    const meta = { source: 'loop' as const, step: 0, parents: {} };
+    const first = uuid6(1);
+    const config = await saver.put(cfg('t'), { ...checkpointOf(first, 0, []), channel_values: { list } }, meta, {
+      list: 1,
+    });
+    item.content = 'final'; // the same object, changed in place
+    const second = uuid6(2);
+    await saver.put(config, { ...checkpointOf(second, 1, []), channel_values: { list } }, meta, { list: 2 });
+    const fresh = new StatefoldSaver({ store: saver.store });
+    expect((await fresh.getTuple(cfg('t', second)))?.checkpoint.channel_values.list).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'final' },
+    ]);
+    expect((await fresh.getTuple(cfg('t', first)))?.checkpoint.channel_values.list).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'draft' },
+    ]);
+  });
+
   it('runs an effect once per thread, across savers', async () => {
     const store = new MemoryStore();
     const saver = new StatefoldSaver({ store });
