@@ -223,4 +223,13 @@ console.log(JSON.stringify(out));
 `);
     expect(out).toMatch(/optional peer dependency @aws-sdk\/client-s3/);
   });
+
+  it('fails to import statefold/langgraph with a message that names the missing peer dependencies', async () => {
+    const out = await node(`
+let out;
+try { await import('statefold/langgraph'); out = 'loaded'; } catch (e) { out = String(e.message); }
+console.log(JSON.stringify(out));
+`);
+    expect(out).toMatch(/optional peer dependencies @langchain\/langgraph-checkpoint and @langchain\/core/);
+  });
 });
