@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { HumanMessage } from '@langchain/core/messages';
 import { MemorySaver } from '@langchain/langgraph-checkpoint';
 import { afterAll, describe, expect, it } from 'vitest';
 import { diffCheckpoints, FileStore, listCheckpoints, MemoryStore, type CheckpointEntry } from 'statefold';
@@ -63,6 +64,36 @@ describe('StatefoldSaver under a real LangGraph graph', () => {
     const expected = await uninterrupted(new MemorySaver());
     expect(await uninterrupted(new StatefoldSaver({ store: new MemoryStore() }))).toEqual(expected);
     expect((expected as unknown[]).length).toBe(2 + 2 * FILES);
+  });
+
+  it('time travel: replays and forks from a past checkpoint as MemorySaver does', async () => {
+    async function fork(checkpointer: unknown) {
+      const graph = buildGraph(checkpointer, { files: 3 });
+      const config = { configurable: { thread_id: 'fork' } };
+      await graph.invoke({ messages: [QUESTION] }, config);
+      const history = [];
+      for await (const s of graph.getStateHistory(config)) history.push(s);
+      // Back to the state after the first file was read, with a new question added there.
+      const past = history.find((s) => s.values.messages?.length === 3)!;
+      const forked = await graph.updateState(past.config, {
+        messages: [new HumanMessage({ id: 'follow-up', content: 'Read one more.' })],
+      });
+      const final = await graph.invoke(null, forked);
+      const after: number[] = [];
+      for await (const s of graph.getStateHistory(config)) after.push(s.values.messages?.length ?? 0);
+      const replayed = await graph.getState(past.config);
+      return {
+        final: outcome(final.messages),
+        after,
+        replayed: outcome(replayed.values.messages),
+        parent:
+          (await graph.getState(forked)).parentConfig?.configurable?.checkpoint_id ===
+          past.config.configurable.checkpoint_id,
+      };
+    }
+    const expected = await fork(new MemorySaver());
+    expect(expected.parent).toBe(true);
+    expect(await fork(new StatefoldSaver({ store: new MemoryStore() }))).toEqual(expected);
   });
 
   it('killed with SIGKILL mid-run and resumed by new processes, ends as an uninterrupted run', async () => {
