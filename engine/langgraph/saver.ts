@@ -1,8 +1,7 @@
 /**
- * StatefoldSaver: a LangGraph JS checkpointer (`BaseCheckpointSaver`) on statefold streams. Each
- * (thread_id, checkpoint_ns) is one stream; each LangGraph checkpoint a statefold checkpoint of its
- * channel values as plain JSON, so consecutive checkpoints of a thread are stored as JSON Patch
- * deltas of what changed, with a base every `policy.baseEvery`. See README, LangGraph.
+ * StatefoldSaver: a LangGraph JS checkpointer on statefold streams, one per (thread_id,
+ * checkpoint_ns); each LangGraph checkpoint is a statefold checkpoint of its channel values as
+ * plain JSON, stored as JSON Patch deltas of what changed. See README, LangGraph.
  */
 import {
   BaseCheckpointSaver,
