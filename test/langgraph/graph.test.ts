@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HumanMessage } from '@langchain/core/messages';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import type { RunnableConfig } from '@langchain/core/runnables';
 import { MemorySaver } from '@langchain/langgraph-checkpoint';
 import { afterAll, describe, expect, it } from 'vitest';
 import { diffCheckpoints, FileStore, listCheckpoints, MemoryStore, type CheckpointEntry } from 'statefold';
@@ -94,6 +96,36 @@ describe('StatefoldSaver under a real LangGraph graph', () => {
     const expected = await fork(new MemorySaver());
     expect(expected.parent).toBe(true);
     expect(await fork(new StatefoldSaver({ store: new MemoryStore() }))).toEqual(expected);
+  });
+
+  it('an effect in a graph node runs once: a replay of the node gets the recorded result', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    let charges = 0;
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode('pay', async (_state: unknown, config: RunnableConfig) => {
+        // The token names the order, not the run: a replay of this node must not charge again.
+        const receipt = await saver.effect(config, 'charge:order-7', () => ({ id: `ch_${++charges}`, amount: 42 }));
+        return { messages: [new AIMessage({ id: 'paid', content: `paid ${receipt.id}` })] };
+      })
+      .addEdge(START, 'pay')
+      .addEdge('pay', END)
+      .compile({ checkpointer: saver });
+    const config = { configurable: { thread_id: 'order-7' } };
+    await graph.invoke({ messages: [QUESTION] }, config);
+    const history = [];
+    for await (const s of graph.getStateHistory(config)) history.push(s);
+    const beforePay = history.find((s) => s.next.includes('pay'))!;
+    const replay = await graph.invoke(null, beforePay.config);
+    expect(replay.messages.at(-1).content).toBe('paid ch_1');
+    // A new saver (a restarted process) finds the ledger in the store.
+    const restarted = new StatefoldSaver({ store: saver.store });
+    expect(await restarted.effect(config, 'charge:order-7', () => ({ id: 'never', amount: 0 }))).toEqual({
+      id: 'ch_1',
+      amount: 42,
+    });
+    expect(charges).toBe(1);
+    await saver.close();
+    await restarted.close();
   });
 
   it('killed with SIGKILL mid-run and resumed by new processes, ends as an uninterrupted run', async () => {
