@@ -1,6 +1,36 @@
-/** Reading the RunnableConfig fields a saver call needs, with INVALID_ARGUMENT errors that say which. */
+/** The saver's options, and the RunnableConfig fields each call needs, with INVALID_ARGUMENT errors that say which. */
 import type { RunnableConfig } from '@langchain/core/runnables';
+import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
+import type { Store } from '../../storage-adapters/store.js';
+import type { EffectRetention, PendingPolicy } from '../effects/ledger.js';
 import { StatefoldError } from '../errors.js';
+import type { Encryption } from '../format/keyring.js';
+import type { Policy } from '../policy.js';
+import type { Retention } from '../retention.js';
+
+/** Options of `new StatefoldSaver`. */
+export interface StatefoldSaverOptions {
+  /** Where threads are stored: MemoryStore, FileStore, S3Store, or any Store. */
+  store: Store;
+  /** Prefix of every stream id this saver writes (default 'langgraph/'); one store can hold several savers' threads. */
+  prefix?: string;
+  /** When bases are written (see Policy; `baseEvery` bounds how many deltas a read folds). */
+  policy?: Policy;
+  /** Which checkpoints of each thread to keep (default: all). */
+  retention?: Retention;
+  /** Encrypts every checkpoint (see README, Encryption). */
+  encryption?: Encryption;
+  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
+  storeTimeoutMs?: number;
+  /** What `effect()` does with a token found pending after a crash (default `'throw'`; see SnapshotEngine.open). */
+  onPendingEffect?: PendingPolicy;
+  /** How long settled effect tokens are kept (defaults: 24 hours, 10,000 tokens). */
+  effectRetention?: EffectRetention;
+  /** Threads whose writers stay open (default 256): beyond it, the least recently used is closed. */
+  maxOpenThreads?: number;
+  /** LangGraph's serializer (default JsonPlusSerializer, as every saver). */
+  serde?: SerializerProtocol;
+}
 
 /** The error a saver call gives for a config without what it needs. */
 export function missing(op: string, field: string): StatefoldError {

@@ -26,5 +26,5 @@ const saver: typeof Saver = await import('./saver.js');
 /** A LangGraph checkpointer that stores each (thread_id, checkpoint_ns) as a statefold stream (see README, LangGraph). */
 export const StatefoldSaver: typeof Saver.StatefoldSaver = saver.StatefoldSaver;
 export type StatefoldSaver = Saver.StatefoldSaver;
-export type { StatefoldSaverOptions } from './saver.js';
+export type { StatefoldSaverOptions } from './config.js';
 export type { Plain, StoredCheckpoint, ThreadMeta, ThreadState, WriteRecord, Writes } from './codec.js';

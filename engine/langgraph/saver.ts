@@ -11,18 +11,15 @@ import {
   type CheckpointMetadata,
   type CheckpointTuple,
   type PendingWrite,
-  type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertStore } from '../args.js';
 import type { EffectOptions } from '../effects/runner.js';
-import { StatefoldError } from '../errors.js';
-import type { Encryption } from '../format/keyring.js';
+import { isStatefoldError, StatefoldError } from '../errors.js';
+import { resolveEngineOptions, type EngineOptions } from '../options.js';
 import { deleteStream } from '../ops/delete.js';
 import { listStreams } from '../ops/streams.js';
-import type { Policy } from '../policy.js';
-import type { Retention } from '../retention.js';
 import {
   assertPrefix,
   channelToPlain,
@@ -38,35 +35,16 @@ import {
   type ThreadState,
   type Writes,
 } from './codec.js';
-import { idOf, invalid, missing, nsOf } from './config.js';
+import { idOf, invalid, missing, nsOf, type StatefoldSaverOptions } from './config.js';
 import { PAGE, Thread, type Entry, type Head } from './thread.js';
 import { entryOf, keptValue, matchesFilter, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
-
-/** Options of `new StatefoldSaver`. */
-export interface StatefoldSaverOptions {
-  /** Where threads are stored: MemoryStore, FileStore, S3Store, or any Store. */
-  store: Store;
-  /** Prefix of every stream id this saver writes (default 'langgraph/'); one store can hold several savers' threads. */
-  prefix?: string;
-  /** When bases are written (see Policy; `baseEvery` bounds how many deltas a read folds). */
-  policy?: Policy;
-  /** Which checkpoints of each thread to keep (default: all). */
-  retention?: Retention;
-  /** Encrypts every checkpoint (see README, Encryption). */
-  encryption?: Encryption;
-  /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
-  storeTimeoutMs?: number;
-  /** Threads whose writers stay open (default 256): beyond it, the least recently used is closed. */
-  maxOpenThreads?: number;
-  /** LangGraph's serializer (default JsonPlusSerializer, as every saver). */
-  serde?: SerializerProtocol;
-}
 
 /** A LangGraph checkpointer that stores each thread as a statefold stream of deltas. */
 export class StatefoldSaver extends BaseCheckpointSaver {
   readonly store: Store;
   readonly prefix: string;
-  readonly #options: StatefoldSaverOptions;
+  /** The options every thread's engine opens with. */
+  readonly #engine: Omit<EngineOptions, 'stream'>;
   readonly #threads = new Map<string, Thread>();
   readonly #maxOpen: number;
   readonly #items: ItemCache = new WeakMap();
@@ -85,7 +63,23 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         `new StatefoldSaver: maxOpenThreads ${maxOpen} is not a positive integer`,
       );
     this.#maxOpen = maxOpen;
-    this.#options = options;
+    const { policy, retention, encryption, storeTimeoutMs, onPendingEffect, effectRetention } = options;
+    this.#engine = {
+      store: options.store,
+      policy,
+      retention,
+      encryption,
+      storeTimeoutMs,
+      onPendingEffect,
+      effectRetention,
+    };
+    try {
+      // Checked now, with the checks SnapshotEngine.open makes: a bad option fails here, not at the first put.
+      resolveEngineOptions({ ...this.#engine, stream: streamOf(this.prefix, '', '') });
+    } catch (err) {
+      if (!isStatefoldError(err)) throw err;
+      throw new StatefoldError(err.code, `new StatefoldSaver: ${err.message}`, { cause: err });
+    }
   }
 
   #thread(thread: string, ns: string): Thread {
@@ -94,9 +88,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     if (t !== undefined) {
       this.#threads.delete(stream);
     } else {
-      const { store, policy, retention, encryption, storeTimeoutMs } = this.#options;
-      const reading = { encryption, storeTimeoutMs };
-      t = new Thread(stream, thread, ns, { store, policy, retention, encryption, storeTimeoutMs }, reading);
+      const { encryption, storeTimeoutMs } = this.#engine;
+      t = new Thread(stream, thread, ns, this.#engine, { encryption, storeTimeoutMs });
     }
     this.#threads.set(stream, t);
     if (this.#threads.size > this.#maxOpen) {

@@ -184,5 +184,10 @@ describe('StatefoldSaver', () => {
       /checkpoint_ns must be a string/,
     );
     expect(() => new StatefoldSaver({} as never)).toThrow(/store/);
+    // Engine options are checked when the saver is made, not at its first put.
+    const store = new MemoryStore();
+    expect(() => new StatefoldSaver({ store, policy: { baseEvery: 0 } })).toThrow(/new StatefoldSaver: .*baseEvery/);
+    expect(() => new StatefoldSaver({ store, onPendingEffect: 'later' as never })).toThrow(/onPendingEffect/);
+    expect(() => new StatefoldSaver({ store, maxOpenThreads: 0 })).toThrow(/maxOpenThreads/);
   });
 });
