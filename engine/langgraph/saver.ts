@@ -223,9 +223,13 @@ export class StatefoldSaver extends BaseCheckpointSaver {
           channel_versions: { ...checkpoint.channel_versions },
           versions_seen: structuredClone(checkpoint.versions_seen),
         };
-        const writes: Record<string, Writes> = { ...head?.state.writes };
         const headId = head?.state.cp?.id;
-        if (headId !== undefined && headId !== id) delete writes[headId];
+        // Waiting writes for ids below this one are orphans: LangGraph puts a run's checkpoints in id
+        // order, so theirs would have come first (a run killed between its writes and its put).
+        const writes: Record<string, Writes> = {};
+        for (const [key, w] of Object.entries(head?.state.writes ?? {}))
+          if (key >= id && key !== headId) writes[key] = w;
+        if (headId === id && head?.state.writes[id] !== undefined) writes[id] = head.state.writes[id];
         const max = head?.meta.max ?? null;
         const reput = max !== null && id <= max && id !== headId;
         if (reput) {

@@ -1,6 +1,6 @@
 import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
-import { isStatefoldError, listStreams, MemoryStore, type Store } from 'statefold';
+import { isStatefoldError, listStreams, MemoryStore, restore, type Store } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
 import { HookStore, type StoreOp } from '../support/hook-store.js';
 
@@ -101,6 +101,20 @@ describe('StatefoldSaver', () => {
     const listed = [];
     for await (const t of fresh.list(cfg('t'))) listed.push(t.checkpoint.id);
     expect(listed).toEqual([next, ids[2], ids[1], ids[0]]);
+  });
+
+  it('drops writes a killed run left for a checkpoint it never put, once a later one is put', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    const ids = await thread(saver, 't', 1);
+    const [orphan, next, later] = [uuid6(1), uuid6(2), uuid6(3)];
+    await saver.putWrites(cfg('t', orphan), [['messages', 'lost run']], 'task-a'); // its put never comes
+    await saver.putWrites(cfg('t', later), [['messages', 'early']], 'task-b'); // its put comes after next
+    const meta = { source: 'loop' as const, step: 1, parents: {} };
+    await saver.put(cfg('t', ids[0]), checkpointOf(next, 1, ['n']), meta, { messages: 2 });
+    const stored = await restore<{ writes: Record<string, unknown> }>(saver.store, 'langgraph/["t",""]');
+    expect(Object.keys(stored.state.writes)).toEqual([later]);
+    await saver.put(cfg('t', next), checkpointOf(later, 2, ['l']), meta, { messages: 3 });
+    expect((await saver.getTuple(cfg('t')))?.pendingWrites).toEqual([['task-b', 'messages', 'early']]);
   });
 
   it('two replicas on one thread: the fenced one re-opens and writes on top of the other', async () => {
