@@ -263,6 +263,7 @@ async function main(): Promise<void> {
     plan.sizes[headline].length /* restore */ +
     WORKLOADS.length /* memory */ +
     1 /* history */ +
+    1 /* encryption */ +
     plan.many.runs.length +
     1 /* langgraph */ +
     (typeof s3 === 'string' ? 0 : 1);
