@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
 import { isStatefoldError, listStreams, MemoryStore, restore, type Store } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
+import { CANARY, holdingCanary, storedObjects } from '../support/canary.js';
 import { HookStore, type StoreOp } from '../support/hook-store.js';
 
 // What LangGraph's validation suite does not check: bounded reads on long threads, writes that
@@ -115,6 +117,27 @@ describe('StatefoldSaver', () => {
     expect(Object.keys(stored.state.writes)).toEqual([later]);
     await saver.put(cfg('t', next), checkpointOf(later, 2, ['l']), meta, { messages: 3 });
     expect((await saver.getTuple(cfg('t')))?.pendingWrites).toEqual([['task-b', 'messages', 'early']]);
+  });
+
+  it('encrypts every checkpoint of every thread with the encryption option', async () => {
+    const keys = { k1: randomBytes(32) };
+    const store = new MemoryStore();
+    const saver = new StatefoldSaver({ store, encryption: { keys, current: 'k1' } });
+    const config = await saver.put(
+      cfg('t'),
+      { ...checkpointOf(uuid6(1), 0, [`${CANARY} in a message`]) },
+      { source: 'input', step: -1, parents: {}, note: CANARY } as never,
+      { messages: 1 },
+    );
+    await saver.putWrites(config, [['messages', `${CANARY} in a write`]], 'task');
+    const objects = await storedObjects(store);
+    expect(objects.length).toBeGreaterThan(0);
+    expect(holdingCanary(objects)).toEqual([]);
+    const reader = new StatefoldSaver({ store, encryption: { keys, current: 'k1' } });
+    expect((await reader.getTuple(cfg('t')))?.pendingWrites).toEqual([['task', 'messages', `${CANARY} in a write`]]);
+    await expect(new StatefoldSaver({ store }).getTuple(cfg('t'))).rejects.toSatisfy((e) =>
+      isStatefoldError(e, 'KEY_UNAVAILABLE'),
+    );
   });
 
   it('two replicas on one thread: the fenced one re-opens and writes on top of the other', async () => {
