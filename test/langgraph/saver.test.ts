@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { emptyCheckpoint, uuid6, type Checkpoint } from '@langchain/langgraph-checkpoint';
+import { uuid6 } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
 import { isStatefoldError, listStreams, MemoryStore, restore, type Store } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
 import { CANARY, holdingCanary, storedObjects } from '../support/canary.js';
 import { HookStore, type StoreOp } from '../support/hook-store.js';
+import { cfg, checkpointOf, thread } from '../support/langgraph-saver.js';
 
 // What LangGraph's validation suite does not check: bounded reads on long threads, writes that
 // come before their put or go to an older checkpoint, two replicas on one thread, effects, errors.
@@ -15,41 +16,6 @@ function counting(inner: Store = new MemoryStore()): { store: Store; count: Reco
   const store = new HookStore(inner, (op) => void count[op]++);
   return { store, count, reset: () => Object.assign(count, { get: 0, putIfAbsent: 0, list: 0, delete: 0 }) };
 }
-
-function checkpointOf(id: string, step: number, messages: string[]): Checkpoint {
-  return {
-    ...emptyCheckpoint(),
-    id,
-    channel_values: { messages, step },
-    channel_versions: { messages: step + 1, step: step + 1 },
-  };
-}
-
-/** Puts `n` checkpoints on one thread, each adding a message; returns their ids. */
-async function thread(saver: StatefoldSaver, threadId: string, n: number): Promise<string[]> {
-  const ids: string[] = [];
-  const messages: string[] = [];
-  let config = { configurable: { thread_id: threadId, checkpoint_ns: '' } } as Record<string, any>;
-  for (let step = 0; step < n; step++) {
-    const id = uuid6(step);
-    messages.push(`message ${step} `.repeat(20));
-    config = await saver.put(
-      config,
-      checkpointOf(id, step, [...messages]),
-      { source: 'loop', step, parents: {} },
-      {
-        messages: step + 1,
-        step: step + 1,
-      },
-    );
-    ids.push(id);
-  }
-  return ids;
-}
-
-const cfg = (thread_id: string, checkpoint_id?: string) => ({
-  configurable: { thread_id, checkpoint_ns: '', ...(checkpoint_id ? { checkpoint_id } : {}) },
-});
 
 describe('StatefoldSaver', () => {
   it('finds an old checkpoint of a long thread without reading its history', async () => {
