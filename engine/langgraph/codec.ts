@@ -134,7 +134,12 @@ export async function channelToPlain(serde: SerializerProtocol, value: unknown, 
       items.push(hit.plain);
       continue;
     }
-    const plain: unknown = JSON.parse(decoder.decode(bytes));
+    let plain: unknown;
+    try {
+      plain = JSON.parse(decoder.decode(bytes));
+    } catch {
+      return toPlain(serde, value); // not JSON after all: the whole value is kept as toPlain keeps it
+    }
     if (item !== null && typeof item === 'object') cache.set(item, { bytes, plain });
     items.push(plain);
   }

@@ -15,7 +15,7 @@ import {
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertStore } from '../args.js';
-import type { EffectOptions } from '../effects/runner.js';
+import type { PendingPolicy } from '../effects/ledger.js';
 import { isStatefoldError, StatefoldError } from '../errors.js';
 import { resolveEngineOptions, type EngineOptions } from '../options.js';
 import { deleteStream } from '../ops/delete.js';
@@ -36,7 +36,8 @@ import {
   type Writes,
 } from './codec.js';
 import { idOf, invalid, missing, nsOf, type StatefoldSaverOptions } from './config.js';
-import { PAGE, Thread, type Entry, type Head } from './thread.js';
+import { Threads } from './pool.js';
+import { PAGE, type Entry, type Head, type Thread } from './thread.js';
 import { entryOf, keptValue, matchesFilter, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
 
 /** A LangGraph checkpointer that stores each thread as a statefold stream of deltas. */
@@ -45,8 +46,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
   readonly prefix: string;
   /** The options every thread's engine opens with. */
   readonly #engine: Omit<EngineOptions, 'stream'>;
-  readonly #threads = new Map<string, Thread>();
-  readonly #maxOpen: number;
+  readonly #threads: Threads;
   readonly #items: ItemCache = new WeakMap();
 
   constructor(options: StatefoldSaverOptions) {
@@ -62,7 +62,6 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         'INVALID_ARGUMENT',
         `new StatefoldSaver: maxOpenThreads ${maxOpen} is not a positive integer`,
       );
-    this.#maxOpen = maxOpen;
     const { policy, retention, encryption, storeTimeoutMs, onPendingEffect, effectRetention } = options;
     this.#engine = {
       store: options.store,
@@ -80,25 +79,11 @@ export class StatefoldSaver extends BaseCheckpointSaver {
       if (!isStatefoldError(err)) throw err;
       throw new StatefoldError(err.code, `new StatefoldSaver: ${err.message}`, { cause: err });
     }
+    this.#threads = new Threads(this.prefix, this.#engine, maxOpen);
   }
 
   #thread(thread: string, ns: string): Thread {
-    const stream = streamOf(this.prefix, thread, ns);
-    let t = this.#threads.get(stream);
-    if (t !== undefined) {
-      this.#threads.delete(stream);
-    } else {
-      const { encryption, storeTimeoutMs } = this.#engine;
-      t = new Thread(stream, thread, ns, this.#engine, { encryption, storeTimeoutMs });
-    }
-    this.#threads.set(stream, t);
-    if (this.#threads.size > this.#maxOpen) {
-      const [oldest, evicted] = this.#threads.entries().next().value!;
-      this.#threads.delete(oldest);
-      // Its writer closes after what is queued on it; a later call on that thread opens a new one.
-      evicted.release().catch(() => undefined);
-    }
-    return t;
+    return this.#threads.get(thread, ns);
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -114,24 +99,27 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         if (head === undefined || head.meta.max === null) return undefined;
         if (head.meta.id === head.meta.max && head.state.cp !== null) return this.#tuple(t, head.state, head.meta);
         const seq = await t.locate(head.meta.max, entryOf(head));
-        return seq === undefined ? undefined : this.#tupleAt(t, seq);
+        return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq);
       }
       const newest = await t.newest();
       const seq = await t.locate(wanted, newest);
-      return seq === undefined ? undefined : this.#tupleAt(t, seq, newest?.seq === seq ? newest.meta : undefined);
+      const known = newest?.seq === seq ? newest?.meta : undefined;
+      return seq === undefined ? undefined : this.#tupleAt(t, wanted, seq, known);
     });
   }
 
-  async #tupleAt(t: Thread, seq: number, known?: ThreadMeta): Promise<CheckpointTuple> {
-    const meta = known ?? (await t.metaAt(seq))!.meta;
-    return this.#tuple(t, await t.stateAt(seq), meta);
+  /** Checkpoint `id` at `seq`, or undefined when that seq no longer holds it (deleted since it was located). */
+  async #tupleAt(t: Thread, id: string, seq: number, known?: ThreadMeta): Promise<CheckpointTuple | undefined> {
+    const meta = known ?? (await t.metaAt(seq))?.meta;
+    const state = meta?.id === id ? await t.keptStateAt(seq) : undefined;
+    return state === undefined ? undefined : this.#tuple(t, state, meta!);
   }
 
   #tuple(t: Thread, state: ThreadState, meta: ThreadMeta): Promise<CheckpointTuple> {
     const parentWrites = async (): Promise<Writes | undefined> => {
       const parent = state.parent!;
       const at = await t.locate(parent, await t.newest());
-      return at === undefined ? undefined : (await t.stateAt(at)).writes[parent];
+      return at === undefined ? undefined : (await t.keptStateAt(at))?.writes[parent];
     };
     return toTuple(this.serde, { thread: t.thread, ns: t.ns, state, meta, parentWrites });
   }
@@ -143,12 +131,14 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const onlyId = idOf(config.configurable?.checkpoint_id, 'list', 'checkpoint_id', true);
     for (const { thread, ns } of await this.#streams(config)) {
       if (remaining <= 0) return;
-      const t = this.#thread(thread, ns);
+      // Read without keeping the thread open: a listing of many threads closes no writer.
+      const t = this.#threads.reader(thread, ns);
       const found = await t.run(() => this.#matching(t, { beforeId, onlyId, filter, limit: remaining }));
       for (const { seq, meta } of found) {
-        if (remaining <= 0) return;
+        const tuple = remaining > 0 ? await t.run(() => this.#tupleAt(t, meta.id!, seq, meta)) : undefined;
+        if (tuple === undefined) continue;
         remaining--;
-        yield await t.run(() => this.#tupleAt(t, seq, meta));
+        yield tuple;
       }
     }
   }
@@ -235,11 +225,13 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         if (reput) {
           // A checkpoint put again after others: its writes stay with it.
           const at = await t.locate(id, entryOf(head));
-          const stored = at === undefined ? undefined : (await t.stateAt(at)).writes[id];
+          const stored = at === undefined ? undefined : (await t.keptStateAt(at))?.writes[id];
           if (stored !== undefined) writes[id] = { ...stored, ...writes[id] };
         }
         const state: ThreadState = { cp, parent, writes };
-        return { state, meta: nextMeta(head, { id, parent, md, rev: reput }) };
+        // Put again onto its own re-commit, it stays a re-commit (lookups by id rely on the mark).
+        const rev = reput || (id === headId && head?.meta.rev === true);
+        return { state, meta: nextMeta(head, { id, parent, md, rev }) };
       }),
     );
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: id } };
@@ -247,8 +239,10 @@ export class StatefoldSaver extends BaseCheckpointSaver {
 
   /**
    * The channel values to store, as LangGraph's other savers do: a channel in `newVersions` is
-   * serialized; any other keeps the value stored for its version in the newest checkpoint or the
-   * parent (unchanged, not serialized again); a channel with no value stored for its version is left out.
+   * serialized; any other keeps the value the parent (else the newest checkpoint) stored for its
+   * version, unchanged and not serialized again, or is left out when none is stored. Only the
+   * parent's count on a fork: integer versions of two branches collide. A parent no longer stored
+   * (deleted by retention or deleteThread) leaves nothing to keep: every value is serialized.
    */
   async #values(
     t: Thread,
@@ -258,27 +252,30 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     parent: string | null,
   ): Promise<Record<string, Plain>> {
     const values: Record<string, Plain> = {};
-    let parentCp: StoredCheckpoint | null | undefined;
+    let looked = false;
+    let source: StoredCheckpoint | null | undefined;
     for (const [channel, value] of Object.entries(checkpoint.channel_values ?? {})) {
-      if (Object.hasOwn(newVersions, channel)) {
+      const unchanged = !Object.hasOwn(newVersions, channel);
+      if (unchanged && !looked) {
+        looked = true;
+        source = await this.#parentOf(t, head, parent);
+      }
+      if (!unchanged || source === undefined) {
         values[channel] = await channelToPlain(this.serde, value, this.#items);
         continue;
       }
-      const version = checkpoint.channel_versions?.[channel];
-      const kept = keptValue(head?.state.cp, channel, version);
-      if (kept !== undefined) {
-        values[channel] = kept;
-        continue;
-      }
-      if (parent === null || parent === head?.state.cp?.id) continue;
-      if (parentCp === undefined) {
-        const at = await t.locate(parent, entryOf(head));
-        parentCp = at === undefined ? null : (await t.stateAt(at)).cp;
-      }
-      const fromParent = keptValue(parentCp, channel, version);
-      if (fromParent !== undefined) values[channel] = fromParent;
+      const kept = keptValue(source, channel, checkpoint.channel_versions?.[channel]);
+      if (kept !== undefined) values[channel] = kept;
     }
     return values;
+  }
+
+  /** The stored checkpoint `parent` (the newest when none is named); undefined when it is no longer stored. */
+  async #parentOf(t: Thread, head: Head | undefined, parent: string | null) {
+    const headCp = head?.state.cp ?? null;
+    if (parent === null || parent === headCp?.id) return headCp;
+    const at = await t.locate(parent, entryOf(head));
+    return at === undefined ? undefined : (await t.keptStateAt(at))?.cp;
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ''): Promise<void> {
@@ -291,8 +288,10 @@ export class StatefoldSaver extends BaseCheckpointSaver {
       t.write(async (head) => {
         const cp = head?.state.cp ?? null;
         const at = cp === null || cp.id === id ? undefined : await t.locate(id, entryOf(head));
-        if (at === undefined) {
-          // Writes for the newest checkpoint, or for one not put yet: they wait in the newest state.
+        const stored = at === undefined ? undefined : await t.keptStateAt(at);
+        const storedMeta = stored === undefined ? undefined : (await t.metaAt(at!))?.meta;
+        if (stored === undefined || storedMeta === undefined) {
+          // Writes for the newest checkpoint, or for one not put (or no longer stored): they wait in the newest state.
           const merged = mergeWrites(head?.state.writes[id], records);
           if (merged === undefined) return undefined;
           const base: ThreadState = head?.state ?? { cp: null, parent: null, writes: {} };
@@ -300,13 +299,12 @@ export class StatefoldSaver extends BaseCheckpointSaver {
           return { state, meta: head?.meta ?? { id: null, parent: null, md: null, max: null } };
         }
         // Writes for an older checkpoint: it is committed again, with them, as the newest seq.
-        const stored = await t.stateAt(at);
         const merged = mergeWrites(stored.writes[id], records);
         if (merged === undefined) return undefined;
         const early = { ...head!.state.writes };
         delete early[cp!.id];
         const state: ThreadState = { cp: stored.cp, parent: stored.parent, writes: { ...early, [id]: merged } };
-        const { md, parent } = (await t.metaAt(at))!.meta;
+        const { md, parent } = storedMeta;
         return { state, meta: nextMeta(head, { id, parent, md, rev: true }) };
       }),
     );
@@ -315,9 +313,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     const thread = idOf(threadId, 'deleteThread', 'threadId')!;
     for (const stream of await listStreams(this.store, { prefix: threadPrefix(this.prefix, thread) })) {
-      const open = this.#threads.get(stream);
-      this.#threads.delete(stream);
-      await open?.release().catch(() => undefined);
+      await this.#threads.drop(stream);
       await deleteStream(this.store, stream);
     }
   }
@@ -326,21 +322,22 @@ export class StatefoldSaver extends BaseCheckpointSaver {
    * Runs `fn(token)` at most once per token per thread (see SnapshotEngine.effect), recorded in
    * the thread's root stream: a node that charges a card or sends an email calls it with its
    * config, and a graph resumed after a crash gets the recorded result instead of a second call.
+   * `onPending` overrides the saver's `onPendingEffect`; the engine's `state` and `meta` options
+   * are not offered, as the thread's checkpoints are the saver's to write.
    */
   async effect<T>(
     config: RunnableConfig,
     token: string,
     fn: (token: string) => T | Promise<T>,
-    options?: EffectOptions<ThreadState, T>,
+    options?: { onPending?: PendingPolicy<T> },
   ): Promise<T> {
     const thread = idOf(config?.configurable?.thread_id, 'effect', 'thread_id')!;
-    return this.#thread(thread, '').effect(token, fn, options);
+    const onPending = options?.onPending;
+    return this.#thread(thread, '').effect(token, fn, onPending === undefined ? undefined : { onPending });
   }
 
   /** Closes every open thread writer, after what is queued on each. */
   async close(): Promise<void> {
-    const threads = [...this.#threads.values()];
-    this.#threads.clear();
-    await Promise.all(threads.map((t) => t.release()));
+    await this.#threads.close();
   }
 }

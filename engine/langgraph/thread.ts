@@ -38,9 +38,14 @@ export const PAGE = 32;
 
 export class Thread {
   #engine: SnapshotEngine<ThreadState> | undefined;
-  #tail: Promise<unknown> = Promise.resolve();
-  /** Checkpoint id -> the newest seq this process saw holding it. */
-  readonly #seqs = new Map<string, number>();
+  #tail: Promise<unknown>;
+  /** Operations queued or running, and effects running. */
+  #busy = 0;
+  /**
+   * Checkpoint id -> the newest seq this process saw holding it. Sealed: a later seq holds another
+   * id, so no later seq holds this one except as a re-commit, which every later meta's `revs` names.
+   */
+  readonly #seqs = new Map<string, { seq: number; sealed: boolean }>();
   readonly #keys: StreamKeys;
   readonly #frames: FrameReading;
 
@@ -50,16 +55,25 @@ export class Thread {
     readonly ns: string,
     private readonly engineOptions: Omit<EngineOptions, 'stream'>,
     private readonly reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
+    /** What this thread's first operation waits for (a previous writer of the stream closing). */
+    after: Promise<unknown> = Promise.resolve(),
   ) {
+    this.#tail = after;
     this.#keys = new StreamKeys(stream);
     this.#frames = readingOf(reading, 'StatefoldSaver');
   }
 
   /** Runs `op` after every operation called on this thread before it. */
   run<T>(op: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(op);
+    this.#busy++;
+    const result = this.#tail.then(op).finally(() => this.#busy--);
     this.#tail = result.catch(() => undefined);
     return result;
+  }
+
+  /** Whether an operation is queued or running, or an effect is running. */
+  get busy(): boolean {
+    return this.#busy > 0;
   }
 
   /** Whether no operation is queued or running. */
@@ -80,7 +94,13 @@ export class Thread {
       if (change === undefined) return head;
       try {
         const info = await engine.checkpoint(change.state, { meta: change.meta });
-        if (change.meta.id !== null) this.#seqs.set(change.meta.id, info.seq);
+        const { id } = change.meta;
+        if (id !== null) {
+          // Committed right after `head`: head's id, if another, holds no later seq but as a re-commit.
+          if (head !== undefined && head.meta.id !== null && head.meta.id !== id)
+            this.#seqs.set(head.meta.id, { seq: head.seq, sealed: true });
+          this.#seqs.set(id, { seq: info.seq, sealed: false });
+        }
         return { seq: info.seq, state: change.state, meta: change.meta };
       } catch (err) {
         if (!isStatefoldError(err, 'FENCED') || attempt >= FENCED_RETRIES) throw err;
@@ -91,8 +111,13 @@ export class Thread {
 
   /** Runs an effect on this thread's engine (see SnapshotEngine.effect). */
   async effect<T>(token: string, fn: (token: string) => T | Promise<T>, options?: EffectOptions<ThreadState, T>) {
-    const engine = await this.run(() => this.#open());
-    return engine.effect(token, fn, options);
+    this.#busy++;
+    try {
+      const engine = await this.run(() => this.#open());
+      return await engine.effect(token, fn, options);
+    } finally {
+      this.#busy--;
+    }
   }
 
   async #open(): Promise<SnapshotEngine<ThreadState>> {
@@ -185,6 +210,16 @@ export class Thread {
     return restored.state;
   }
 
+  /** The state at `seq`, or undefined when it is no longer stored (retention deleted it since it was located). */
+  async keptStateAt(seq: number): Promise<ThreadState | undefined> {
+    try {
+      return await this.stateAt(seq);
+    } catch (err) {
+      if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
+      throw err;
+    }
+  }
+
   /**
    * The meta at committed `seq`: one read of the slot's first key (a checkpoint there is committed:
    * it was created only if absent), or a listing when an engine's fence sits there instead.
@@ -210,7 +245,9 @@ export class Thread {
    * record of re-committed checkpoints answer most lookups. Else the checkpoint was put as a new
    * largest id and its seqs follow each other (its writes, its effects): a binary search on the
    * running largest id each meta carries finds the first, reads forward the newest. A stream
-   * whose ids were not put in increasing order falls back to a scan.
+   * whose ids were not put in increasing order falls back to a scan. What this process saw is
+   * remembered: a sealed seq answers at once, another is read forward from (another replica may
+   * have committed the same id after it).
    */
   async locate(id: string, newest: Entry | undefined): Promise<number | undefined> {
     if (newest === undefined) return undefined;
@@ -220,27 +257,39 @@ export class Thread {
     if (revised !== undefined) return revised;
     if (meta.max === null || id > meta.max) return undefined;
     const known = this.#seqs.get(id);
-    if (known !== undefined) return known;
-    const oldest = (await this.forward(undefined, 1))[0];
-    if (oldest === undefined) return undefined;
-    let lo = oldest.seq;
-    let hi = newest.seq;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const probe = await this.metaAt(mid);
-      if (probe === undefined) return this.#scan(id, newest.seq);
-      if (probe.meta.max !== null && probe.meta.max >= id) hi = mid;
-      else lo = mid + 1;
-    }
+    if (known?.sealed) return known.seq;
+    const lo = known?.seq ?? (await this.#firstWithMax(id, newest.seq));
+    if (lo === undefined) return this.#scan(id, newest.seq);
     let found: number | undefined;
+    let sealed = false;
     for (let seq = lo; seq <= newest.seq; seq++) {
       const entry = seq === newest.seq ? newest : await this.metaAt(seq);
-      if (entry === undefined || entry.meta.id !== id || (entry.meta.rev && seq !== lo)) break;
+      if (entry === undefined) break;
+      if (entry.meta.id !== id || (entry.meta.rev && seq !== lo)) {
+        sealed = true;
+        break;
+      }
       found = seq;
     }
     if (found === undefined) return this.#scan(id, newest.seq);
-    this.#seqs.set(id, found);
+    this.#seqs.set(id, { seq: found, sealed });
     return found;
+  }
+
+  /** The first seq whose running largest id is at least `id` (binary search), or undefined when a seq is missing. */
+  async #firstWithMax(id: string, newest: number): Promise<number | undefined> {
+    const oldest = (await this.forward(undefined, 1))[0];
+    if (oldest === undefined) return undefined;
+    let lo = oldest.seq;
+    let hi = newest;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const probe = await this.metaAt(mid);
+      if (probe === undefined) return undefined;
+      if (probe.meta.max !== null && probe.meta.max >= id) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
   }
 
   /** Entries of the stream, oldest first, `limit` from above seq `after`. */

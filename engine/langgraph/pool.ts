@@ -1,0 +1,76 @@
+/**
+ * The open threads of a StatefoldSaver: each holds an engine (the stream's writer), so at most
+ * `max` are kept, and the least recently used idle one is closed when one more opens. A thread
+ * with work queued or an effect running is never closed under it; a thread opened again while
+ * its last writer is still closing starts after that close, so the two writers never fence each other.
+ */
+import type { EngineOptions } from '../options.js';
+import { streamOf } from './codec.js';
+import { Thread } from './thread.js';
+
+export class Threads {
+  readonly #open = new Map<string, Thread>();
+  /** Streams whose closed thread's writer is still closing. */
+  readonly #closing = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly prefix: string,
+    private readonly engine: Omit<EngineOptions, 'stream'>,
+    private readonly max: number,
+  ) {}
+
+  /** The open thread of (thread, ns), made the most recently used; opened if it is not. */
+  get(thread: string, ns: string): Thread {
+    const stream = streamOf(this.prefix, thread, ns);
+    let t = this.#open.get(stream);
+    if (t !== undefined) this.#open.delete(stream);
+    else t = this.#make(stream, thread, ns);
+    this.#open.set(stream, t);
+    if (this.#open.size > this.max) {
+      for (const [oldest, idle] of this.#open) {
+        if (idle === t || idle.busy) continue;
+        this.#open.delete(oldest);
+        this.#close(oldest, idle).catch(() => undefined);
+        break;
+      }
+      // When every other thread is busy, they all stay open; a later call closes one once idle.
+    }
+    return t;
+  }
+
+  /** A thread to read (list): the open one if there is one, else one that is not kept open. */
+  reader(thread: string, ns: string): Thread {
+    const stream = streamOf(this.prefix, thread, ns);
+    return this.#open.get(stream) ?? this.#make(stream, thread, ns);
+  }
+
+  #make(stream: string, thread: string, ns: string): Thread {
+    const { encryption, storeTimeoutMs } = this.engine;
+    return new Thread(stream, thread, ns, this.engine, { encryption, storeTimeoutMs }, this.#closing.get(stream));
+  }
+
+  /** Closes `t`'s writer after what is queued on it; a thread opened on `stream` meanwhile waits for it. */
+  #close(stream: string, t: Thread): Promise<void> {
+    const closing = t.release().finally(() => {
+      if (this.#closing.get(stream) === settled) this.#closing.delete(stream);
+    });
+    const settled = closing.catch(() => undefined);
+    this.#closing.set(stream, settled);
+    return closing;
+  }
+
+  /** Closes the thread of `stream` if it is open, and waits until its writer is closed. */
+  async drop(stream: string): Promise<void> {
+    const t = this.#open.get(stream);
+    this.#open.delete(stream);
+    if (t !== undefined) await this.#close(stream, t).catch(() => undefined);
+    await this.#closing.get(stream);
+  }
+
+  /** Closes every open thread's writer, after what is queued on each. */
+  async close(): Promise<void> {
+    const open = [...this.#open];
+    this.#open.clear();
+    await Promise.all([...open.map(([stream, t]) => this.#close(stream, t)), ...this.#closing.values()]);
+  }
+}
