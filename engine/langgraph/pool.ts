@@ -67,10 +67,15 @@ export class Threads {
     await this.#closing.get(stream);
   }
 
-  /** Closes every open thread's writer, after what is queued on each. */
+  /** Closes every open thread's writer, after what is queued on each; rejects with the first failure once all are closed. */
   async close(): Promise<void> {
     const open = [...this.#open];
     this.#open.clear();
-    await Promise.all([...open.map(([stream, t]) => this.#close(stream, t)), ...this.#closing.values()]);
+    const closed = await Promise.allSettled([
+      ...open.map(([stream, t]) => this.#close(stream, t)),
+      ...this.#closing.values(),
+    ]);
+    const failed = closed.find((c) => c.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   }
 }

@@ -275,7 +275,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const headCp = head?.state.cp ?? null;
     if (parent === null || parent === headCp?.id) return headCp;
     const at = await t.locate(parent, entryOf(head));
-    return at === undefined ? undefined : (await t.keptStateAt(at))?.cp;
+    const cp = at === undefined ? undefined : (await t.keptStateAt(at))?.cp;
+    return cp?.id === parent ? cp : undefined; // (another process may have deleted and rewritten the thread)
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ''): Promise<void> {
@@ -290,7 +291,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         const at = cp === null || cp.id === id ? undefined : await t.locate(id, entryOf(head));
         const stored = at === undefined ? undefined : await t.keptStateAt(at);
         const storedMeta = stored === undefined ? undefined : (await t.metaAt(at!))?.meta;
-        if (stored === undefined || storedMeta === undefined) {
+        // (A seq this process located may hold another checkpoint since another process deleted the thread.)
+        if (stored === undefined || stored.cp?.id !== id || storedMeta?.id !== id) {
           // Writes for the newest checkpoint, or for one not put (or no longer stored): they wait in the newest state.
           const merged = mergeWrites(head?.state.writes[id], records);
           if (merged === undefined) return undefined;

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { uuid6 } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
 import { gc, listCheckpoints, MemoryStore } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
+import { HookStore } from '../support/hook-store.js';
 import { cfg, checkpointOf, thread } from '../support/langgraph-saver.js';
 
 // How a thread's history holds up under forks, re-commits, other replicas, retention and a full
@@ -37,7 +39,6 @@ describe('StatefoldSaver history', () => {
     // A write to ids[0] re-commits it as the newest seq; a put of ids[0] again lands on that re-commit.
     await saver.putWrites(cfg('t', ids[0]), [['messages', 'late']], 'task-a');
     await saver.put(cfg('t'), checkpointOf(ids[0]!, 0, ['put again']), meta(99), { messages: 9 });
-    await thread(saver, 'other', 1); // another thread between: nothing to do with this one
     const later = uuid6(50);
     await saver.put(cfg('t', ids[2]), checkpointOf(later, 5, ['later']), meta(5), { messages: 6 });
     const fresh = new StatefoldSaver({ store: saver.store });
@@ -126,5 +127,52 @@ describe('StatefoldSaver history', () => {
       for await (const t of saver.list(cfg(name))) listed.push(t.checkpoint.id);
       expect(listed).toEqual([...written[i]!].reverse());
     }
+  });
+
+  it('a thread used again while its closed writer still closes opens only once that close is done', async () => {
+    // Hints (written after each base, awaited by close) of thread 't' are held until released.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let opsOnT = 0;
+    let counting = false;
+    const store = new HookStore(new MemoryStore(), async (op, key) => {
+      if (!key.includes('~22t~22')) return;
+      if (op === 'putIfAbsent' && key.includes('/hint/')) return held;
+      if (counting) opsOnT++;
+    });
+    const saver = new StatefoldSaver({ store, maxOpenThreads: 1 });
+    const [first] = await thread(saver, 't', 1); // a base: its hint is held, so closing this writer waits
+    await thread(saver, 'u', 1); // closes 't''s writer (idle), which waits for the held hint
+    counting = true;
+    const next = uuid6(10);
+    const put = saver.put(cfg('t', first), checkpointOf(next, 1, ['again']), meta(1), { messages: 2 });
+    await sleep(50);
+    expect(opsOnT, 'store calls on t while its old writer was still closing').toBe(0);
+    release();
+    await put;
+    expect((await saver.getTuple(cfg('t')))?.checkpoint.id).toBe(next);
+    await saver.close();
+  });
+
+  it('a checkpoint id this saver saw, after another process deleted and rewrote the thread, is not mistaken for what now holds its seq', async () => {
+    const store = new MemoryStore();
+    const [a, b] = [new StatefoldSaver({ store }), new StatefoldSaver({ store })];
+    const old = await thread(a, 't', 2); // a knows old[0]'s seq
+    await b.deleteThread('t');
+    const rewritten = await thread(b, 't', 3); // the same seqs, other checkpoints
+    await a.putWrites(cfg('t', old[0]), [['messages', 'late']], 'task-a');
+    // A fork from the deleted checkpoint, with no channel in newVersions: nothing is stored to keep, so the values are.
+    const fork = uuid6(40);
+    const forked = { ...checkpointOf(fork, 9, ['forked']), channel_versions: { messages: 1, step: 1 } };
+    await a.put(cfg('t', old[0]), forked, meta(9), {});
+    const fresh = new StatefoldSaver({ store });
+    expect(await fresh.getTuple(cfg('t', old[0]))).toBeUndefined();
+    expect((await fresh.getTuple(cfg('t', fork)))?.checkpoint.channel_values).toEqual({
+      messages: ['forked'],
+      step: 9,
+    });
+    const listed = [];
+    for await (const t of fresh.list(cfg('t'))) listed.push(t.checkpoint.id);
+    expect(listed).toEqual([fork, ...[...rewritten].reverse()]);
   });
 });
