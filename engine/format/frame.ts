@@ -5,15 +5,18 @@
  *   offset size  field
  *   0      4     magic "SFLD"
  *   4      1     format version: 1; 2 for a delta with append operations (see ops.ts); 3 for a
- *                sealed (encrypted) frame: a base, a delta (which may hold appends), a fence
+ *                sealed (encrypted) frame: a base, a delta (which may hold appends), a fence;
+ *                4 for a span delta (see span.ts), sealed or not, which may hold appends
  *   5      1     kind: 1 base, 2 delta, 3 fence
  *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
- *   7      1     flags: 0; in version 3, 1 (sealed) or 3 (sealed, with a secret header)
+ *   7      1     flags: 0; in version 3, 1 (sealed) or 3 (sealed, with a secret header); in
+ *                version 4, any of the three
  *   8      4     header length H (u32 LE)
  *   12     4     body length P, as stored (u32 LE)
  *   16     4     payload length uncompressed (u32 LE)
  *   20     H     header: msgpack map, one-letter keys (see header.ts): stream, seq, epoch,
- *                writer, createdAt, baseSeq, parent, meta, ledger, filler, keyId
+ *                writer, createdAt, baseSeq, parent, meta, ledger, filler, keyId, span,
+ *                jump, jumpCrc, spanLedger
  *   20+H   P     body: the payload, msgpack of the base state or of the delta's operations,
  *                compressed; sealed: see below
  *   20+H+P 4     CRC-32 of every byte before it (u32 LE)
@@ -41,7 +44,9 @@ export type { FrameHeader } from './header.js';
 
 export { MAGIC } from './assemble.js';
 /** The newest format version this statefold writes and reads; it reads every version from 1. */
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
+/** The version of a span delta (span.ts). */
+export const SPAN_VERSION = 4;
 
 /** What a frame holds: a full state, the operations since the previous seq, or a writer's claim. */
 export type FrameKind = 'base' | 'delta' | 'fence';
@@ -51,7 +56,7 @@ const CODE_KIND: Record<number, FrameKind> = { 1: 'base', 2: 'delta', 3: 'fence'
 /** A frame read back and verified. */
 export interface Frame {
   kind: FrameKind;
-  /** The format version it was written in (2: a delta that may hold append operations; 3: sealed). */
+  /** The format version it was written in (2: a delta that may hold append operations; 3: sealed; 4: a span delta). */
   version: number;
   header: FrameHeader;
   /** CRC-32 stored in its trailer (a delta's `parent` names it). */
@@ -95,12 +100,17 @@ export function encodeFrame(
   kind: FrameKind,
   header: FrameHeader,
   raw: Uint8Array,
-  version: 1 | 2 = 1,
+  version: 1 | 2 | 4 = 1,
   sealing?: SealingKey,
 ): Uint8Array {
   checkFrameSize(header, raw);
   const { head, seal } = encodeHeader(header, sealing);
-  return assembleFrame(KIND_CODE[kind], sealing ? 3 : version, head, raw, seal);
+  return assembleFrame(KIND_CODE[kind], storedVersion(version, sealing), head, raw, seal);
+}
+
+/** The version stored for a frame of `version` (by its content): a sealed frame is 3, unless it is a span delta. */
+export function storedVersion(version: 1 | 2 | 4, sealing: SealingKey | undefined): number {
+  return version === SPAN_VERSION || sealing === undefined ? version : 3;
 }
 
 /** The stored form of a frame header: one map, or for a sealed frame the readable map and the secret one. */
@@ -175,7 +185,8 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   if (compression === undefined) fail(`unknown compression ${buf[6]}`);
   const flags = buf[7]!;
   const sealed = (flags & FLAG_SEALED) !== 0;
-  const valid = version === 3 ? flags === FLAG_SEALED || flags === (FLAG_SEALED | FLAG_SECRET) : flags === 0;
+  const sealedFlags = flags === FLAG_SEALED || flags === (FLAG_SEALED | FLAG_SECRET);
+  const valid = version === 3 ? sealedFlags : version === SPAN_VERSION ? sealedFlags || flags === 0 : flags === 0;
   if (!valid) fail(`flags ${flags} are not valid in format version ${version}`);
   // Bounded reads: never allocate what a header claims beyond what the compression could expand to or the limit.
   // (A sealed body holds more than the payload: its lengths are checked exactly once it is opened.)
@@ -210,8 +221,25 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   )
     fail('delta frame without a valid base and parent');
   if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
-  if (version === 2 && kind !== 'delta') fail(`a ${kind} frame in format version 2, which only deltas use`);
-  if (sealed && (!isKeyId(header.keyId) || header.meta !== undefined || header.ledger !== undefined))
+  if ((version === 2 || version === SPAN_VERSION) && kind !== 'delta')
+    fail(`a ${kind} frame in format version ${version}, which only deltas use`);
+  if (header.span !== undefined && (kind === 'fence' || !Number.isSafeInteger(header.span) || header.span < 2))
+    fail(`span ${String(header.span)} is not valid here (an integer of at least 2, in a base or delta)`);
+  if (version === SPAN_VERSION) {
+    const { jump, jumpCrc } = header;
+    if (header.span === undefined || !Number.isSafeInteger(jump) || jump! < header.baseSeq! || jump! >= header.seq)
+      fail('span delta without a valid span and jump (a seq from its base to the one before it)');
+    if (!Number.isSafeInteger(jumpCrc) || jumpCrc! < 0 || jumpCrc! > 0xffffffff)
+      fail('span delta without a valid checksum of the frame it jumps from');
+  } else if (header.jump !== undefined || header.jumpCrc !== undefined || header.spanLedger !== undefined)
+    fail(`jump fields in a format version ${version} frame (only span deltas, version ${SPAN_VERSION}, have them)`);
+  if (
+    sealed &&
+    (!isKeyId(header.keyId) ||
+      header.meta !== undefined ||
+      header.ledger !== undefined ||
+      header.spanLedger !== undefined)
+  )
     fail('sealed frame whose header has no valid key id, or holds meta or ledger in the clear');
   if (!sealed && header.keyId !== undefined) fail('a key id in a frame that is not sealed');
   // An encrypted stream is sealed throughout, fences included (a plaintext fence on top would hide
@@ -300,22 +328,34 @@ export function frameStream(bytes: Uint8Array): string | undefined {
 
 /** Decompresses and decodes a verified frame's payload. */
 export function decodePayload(frame: Frame, origin: FrameOrigin): unknown {
+  return decodeRaw(payloadBytes(frame, origin), origin);
+}
+
+/** A verified frame's payload, decompressed (msgpack). */
+export function payloadBytes(frame: Frame, origin: FrameOrigin): Uint8Array {
   assertUnlocked(frame, origin);
   try {
-    const compression = COMPRESSIONS.get(frame.compression)!;
-    return decodeValue(compression.decompress(frame.payload, frame.rawLength));
+    return COMPRESSIONS.get(frame.compression)!.decompress(frame.payload, frame.rawLength);
   } catch (err) {
-    throw new StatefoldError(
-      'CORRUPT',
-      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`,
-      {
-        stream: origin.stream,
-        seq: origin.seq,
-        key: origin.key,
-        cause: err,
-      },
-    );
+    throw undecodable(origin, err);
   }
+}
+
+/** Decodes msgpack taken from a frame's payload; CORRUPT when it cannot be. */
+export function decodeRaw(raw: Uint8Array, origin: FrameOrigin): unknown {
+  try {
+    return decodeValue(raw);
+  } catch (err) {
+    throw undecodable(origin, err);
+  }
+}
+
+function undecodable(origin: FrameOrigin, err: unknown): StatefoldError {
+  return new StatefoldError(
+    'CORRUPT',
+    `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`,
+    { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err },
+  );
 }
 
 /** Decodes a frame header's meta (undefined when none was stored). */

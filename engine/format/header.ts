@@ -28,6 +28,17 @@ export interface FrameHeader {
   filler?: boolean;
   /** Sealed frames: the id of the key they are encrypted with. */
   keyId?: string;
+  /**
+   * A chain written with span deltas (`policy.spanEvery`): its span length k, in its base and in
+   * every delta, so that a reader of any one of them knows which seqs hold span deltas.
+   */
+  span?: number;
+  /** A span delta (format version 4): the seq its spanned operations apply to (k seqs back, or its base). */
+  jump?: number;
+  /** A span delta: CRC-32 of the frame of `jump`. */
+  jumpCrc?: number;
+  /** A span delta: the effect ledger changes of the seqs after `jump` and before its own, in order. */
+  spanLedger?: LedgerEntry[];
 }
 
 /** A ledger change as stored in a frame header: [token, record], or [token, null] when dropped. */
@@ -55,10 +66,14 @@ const STORED_NAMES: [keyof FrameHeader, string][] = [
   ['ledger', 'x'],
   ['filler', 'f'],
   ['keyId', 'k'],
+  ['span', 'l'],
+  ['jump', 'j'],
+  ['jumpCrc', 'c'],
+  ['spanLedger', 'y'],
 ];
 
 /** The fields a sealed frame keeps in its ciphertext: the caller's data. The rest stays readable without the key. */
-const SECRET_NAMES = new Set<keyof FrameHeader>(['meta', 'ledger']);
+const SECRET_NAMES = new Set<keyof FrameHeader>(['meta', 'ledger', 'spanLedger']);
 
 /** The header as the map that is stored. */
 export function toStoredHeader(h: FrameHeader): Record<string, unknown> {

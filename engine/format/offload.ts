@@ -7,7 +7,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { assembleFrame, type Seal } from './assemble.js';
-import { checkFrameSize, encodeHeader, kindCode, type FrameHeader, type FrameKind } from './frame.js';
+import { checkFrameSize, encodeHeader, kindCode, storedVersion, type FrameHeader, type FrameKind } from './frame.js';
 import type { FrameJob, FrameReply } from './frame-worker.js';
 import { encodeValueInSlices } from './sliced.js';
 import type { SealingKey } from './keyring.js';
@@ -115,8 +115,18 @@ export async function encodeFrameOffThread(
   version: 1 | 2 = 1,
   sealing?: SealingKey,
 ): Promise<Uint8Array> {
-  const raw = await encodeValueInSlices(payload, resolve);
+  return frameOffThread(kind, header, await encodeValueInSlices(payload, resolve), version, sealing);
+}
+
+/** As encodeFrameOffThread, from a payload already encoded (`raw`, msgpack). */
+export function frameOffThread(
+  kind: FrameKind,
+  header: FrameHeader,
+  raw: Uint8Array,
+  version: 1 | 2 | 4,
+  sealing: SealingKey | undefined,
+): Promise<Uint8Array> {
   checkFrameSize(header, raw);
   const { head, seal } = encodeHeader(header, sealing);
-  return assembleFrameAsync(kindCode(kind), sealing ? 3 : version, head, raw, seal);
+  return assembleFrameAsync(kindCode(kind), storedVersion(version, sealing), head, raw, seal);
 }
