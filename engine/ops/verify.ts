@@ -4,11 +4,13 @@
  * damage. Objects are read a window at a time and one state is held at a time, so memory stays
  * bounded whatever the history.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertStore, readingOf } from '../args.js';
 import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
-import { decodePayload, type Frame, type FrameReading } from '../format/frame.js';
+import { decodePayload, payloadBytes, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
+import type { LedgerEntry } from '../format/header.js';
 import type { Encryption } from '../format/keyring.js';
 import type { Op } from '../format/ops.js';
 import { committedView, type CommittedView } from '../log/committed.js';
@@ -16,7 +18,7 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
-import { corrupt } from '../restore/chain.js';
+import { corrupt, opsOf, spanParts } from '../restore/chain.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
 
 /** Options of `verifyStream`. */
@@ -59,6 +61,15 @@ interface Chain {
   ledger: Ledger;
   /** The last frame folded, for the next delta's parent check. */
   last: Frame;
+  /** A chain with span deltas: the last span position, and the operations and ledger changes since. */
+  span: SpanTrack | undefined;
+}
+
+interface SpanTrack {
+  seq: number;
+  crc: number;
+  raws: Uint8Array[];
+  ledger: LedgerEntry[];
 }
 
 /**
@@ -173,7 +184,14 @@ function fold(
   const origin = { stream: keys.stream, seq, key };
   try {
     if (frame.kind === 'base') {
-      return { base: seq, state: decodePayload(frame, origin), ledger: ledgerOf(frame, EMPTY_LEDGER), last: frame };
+      const span = frame.header.span === undefined ? undefined : { seq, crc: frame.crc, raws: [], ledger: [] };
+      return {
+        base: seq,
+        state: decodePayload(frame, origin),
+        ledger: ledgerOf(frame, EMPTY_LEDGER),
+        last: frame,
+        span,
+      };
     }
     if (chain === undefined) {
       const why =
@@ -196,15 +214,41 @@ function fold(
         key,
         `delta does not apply to the stored seq ${seq - 1} (parent checksum differs)`,
       );
-    const ops = decodePayload(frame, origin);
-    if (!Array.isArray(ops)) return corrupt(keys.stream, seq, key, 'delta payload is not a list of operations');
-    const state = applyOps(chain.state, ops as Op[], frame.version);
-    return { base: chain.base, state, ledger: ledgerOf(frame, chain.ledger), last: frame };
+    const raws = frame.version === SPAN_VERSION ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
+    const own = raws[raws.length - 1]!;
+    // A span delta is checked against the deltas it spans, which restores of later seqs skip.
+    const spanned = chain.span;
+    if (frame.version === SPAN_VERSION && spanned !== undefined && frame.header.jump === spanned.seq) {
+      const why = spanMismatch(frame, raws, spanned);
+      if (why !== undefined) return corrupt(keys.stream, seq, key, `span delta does not match: ${why}`);
+    }
+    const state = applyOps(chain.state, opsOf(own, origin), frame.version);
+    const every = frame.header.span;
+    const span =
+      every !== undefined && (seq - chain.base) % every === 0
+        ? { seq, crc: frame.crc, raws: [], ledger: [] }
+        : spanned && {
+            ...spanned,
+            raws: [...spanned.raws, own],
+            ledger: [...spanned.ledger, ...(frame.header.ledger ?? [])],
+          };
+    return { base: chain.base, state, ledger: ledgerOf(frame, chain.ledger), last: frame, span };
   } catch (err) {
     if (err instanceof PatchMismatch)
       return corrupt(keys.stream, seq, key, `delta does not apply: ${err.message}`, err);
     if (isStatefoldError(err, 'CORRUPT')) return err;
     throw err;
+  }
+
+  function spanMismatch(f: Frame, raws: Uint8Array[], spanned: SpanTrack): string | undefined {
+    if (f.header.jumpCrc !== spanned.crc) return `the checksum of seq ${spanned.seq} differs`;
+    if (raws.length !== spanned.raws.length + 1)
+      return `it holds ${raws.length} operation lists for ${spanned.raws.length + 1} seqs`;
+    for (let i = 0; i < spanned.raws.length; i++)
+      if (Buffer.compare(raws[i]!, spanned.raws[i]!) !== 0)
+        return `its operations for seq ${spanned.seq + i + 1} differ`;
+    if (!isDeepStrictEqual(f.header.spanLedger ?? [], spanned.ledger)) return 'its effect ledger changes differ';
+    return undefined;
   }
 
   function ledgerOf(f: Frame, ledger: Ledger): Ledger {

@@ -4,16 +4,22 @@
  * of it is decoded, then folded in order.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, isStatefoldError } from '../errors.js';
 import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import {
   assertUnlocked,
   decodeMeta,
   decodePayload,
+  decodeRaw,
+  payloadBytes,
+  SPAN_VERSION,
   type Frame,
   type FrameKind,
+  type FrameOrigin,
   type FrameReading,
 } from '../format/frame.js';
+import type { LedgerEntry } from '../format/header.js';
+import { decodeSpan } from '../format/span.js';
 import type { Op } from '../format/ops.js';
 import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
@@ -37,6 +43,23 @@ export interface ReadChain<S> {
   metaBytes: Uint8Array | undefined;
   /** The ids of the keys the chain's frames are sealed with (empty when not sealed). */
   keyIds: Set<string>;
+  /** A chain written with span deltas: what the next span delta needs. */
+  span: SpanHead | undefined;
+}
+
+/** Where a chain written with span deltas stands, for the writer's next span delta (see format/span.ts). */
+export interface SpanHead {
+  /** The chain's span length k. */
+  every: number;
+  /** The newest span position read (or the base): the seq the next span delta jumps from. */
+  seq: number;
+  /** CRC-32 of its frame. */
+  crc: number;
+  /** The msgpack operation lists of the deltas after it, in order, and their ledger changes. */
+  raws: Uint8Array[];
+  ledger: LedgerEntry[];
+  /** Stored size of the deltas a restore of `seq` folds (the size trigger's measure at that seq). */
+  deltaBytes: number;
 }
 
 /** Options of readChain. */
@@ -103,41 +126,85 @@ export async function readChain<S>(
   const lastKey = tailKey(bySeq.get(target)!);
   const kind = checkpointKind(last, keys, target, lastKey);
   const baseSeq = last.header.baseSeq!;
-  const chain = [] as number[];
-  for (let s = baseSeq; s < target; s++) chain.push(s);
-  const earlier = await mapLimit(chain, options.concurrency ?? 64, (s) => frameAt(s));
-  const frames = [...earlier, last];
-  // Verify the whole chain before decoding any of it: one base, then deltas each naming its parent.
-  for (let i = 0; i < frames.length; i++) {
-    const s = baseSeq + i;
-    const frame = frames[i]!;
+  const every = last.header.span;
+  // The seqs a restore folds: the base, each span position after it, then the deltas after the last
+  // position; a position whose frame is not a span delta from the one before is read seq by seq.
+  const points = [baseSeq];
+  if (every !== undefined) for (let s = baseSeq + every; s <= target; s += every) points.push(s);
+  const lastPoint = points[points.length - 1]!;
+  const plan = [...points, ...range(lastPoint + 1, target + 1)].filter((s) => s !== target);
+  const read = new Map<number, Frame>([[target, last]]);
+  const fetch = async (seqs: number[]): Promise<void> => {
+    const frames = await mapLimit(seqs, options.concurrency ?? 64, (s) => frameAt(s));
+    seqs.forEach((s, i) => read.set(s, frames[i]!));
+  };
+  await fetch(plan);
+  const isJump = (s: number, from: number): boolean => {
+    const f = read.get(s)!;
+    return f.kind === 'delta' && f.version === SPAN_VERSION && f.header.jump === from;
+  };
+  const gaps: number[] = [];
+  for (let i = 1; i < points.length; i++)
+    if (!isJump(points[i]!, points[i - 1]!)) gaps.push(...range(points[i - 1]! + 1, points[i]!));
+  await fetch(gaps);
+  const seqs = [...read.keys()].sort((a, b) => a - b);
+  // Verify the whole chain before decoding any of it: one base, then deltas each naming the frame
+  // it applies to (the seq before, or for a span delta the seq it jumps from) by its checksum.
+  const steps = seqs.map((s, i) => {
+    const frame = read.get(s)!;
     const key = tailKey(bySeq.get(s)!);
     const k = checkpointKind(frame, keys, s, key);
-    if (i === 0 && k !== 'base')
-      throw corrupt(stream, s, key, `expected the base of seq ${target}'s chain, found a ${k}`);
-    if (i > 0) {
-      if (k !== 'delta') throw corrupt(stream, s, key, `expected a delta in the chain of seq ${target}, found a ${k}`);
-      if (frame.header.baseSeq !== baseSeq)
-        throw corrupt(stream, s, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${baseSeq}`);
-      if (frame.header.parent !== frames[i - 1]!.crc)
-        throw corrupt(stream, s, key, `delta does not apply to the stored seq ${s - 1} (parent checksum differs)`);
+    if (i === 0) {
+      if (k !== 'base') throw corrupt(stream, s, key, `expected the base of seq ${target}'s chain, found a ${k}`);
+      return { seq: s, frame, key, jump: false };
     }
-  }
-  const baseKey = tailKey(bySeq.get(baseSeq)!);
-  let state = decodePayload(frames[0]!, { stream, key: baseKey, seq: baseSeq });
-  let ledger = applyLedger(frames[0]!, keys, baseSeq, baseKey, EMPTY_LEDGER);
-  for (let i = 1; i < frames.length; i++) {
-    const s = baseSeq + i;
-    const key = tailKey(bySeq.get(s)!);
-    ledger = applyLedger(frames[i]!, keys, s, key, ledger);
-    const ops = decodePayload(frames[i]!, { stream, key, seq: s });
-    if (!Array.isArray(ops)) throw corrupt(stream, s, key, 'delta payload is not a list of operations');
+    if (k !== 'delta') throw corrupt(stream, s, key, `expected a delta in the chain of seq ${target}, found a ${k}`);
+    if (frame.header.baseSeq !== baseSeq)
+      throw corrupt(stream, s, key, `delta names base ${frame.header.baseSeq}, the chain's base is ${baseSeq}`);
+    const before = read.get(seqs[i - 1]!)!;
+    const jump = seqs[i - 1] !== s - 1;
+    if (jump && frame.header.jumpCrc !== before.crc)
+      throw corrupt(stream, s, key, `span delta does not apply to the stored seq ${seqs[i - 1]} (checksum differs)`);
+    if (!jump && frame.header.parent !== before.crc)
+      throw corrupt(stream, s, key, `delta does not apply to the stored seq ${s - 1} (parent checksum differs)`);
+    return { seq: s, frame, key, jump };
+  });
+  let state = decodePayload(steps[0]!.frame, { stream, key: steps[0]!.key, seq: baseSeq });
+  let ledger = applyLedger(steps[0]!.frame, keys, baseSeq, steps[0]!.key, EMPTY_LEDGER);
+  // What a writer going on from here needs for its next span delta: the operations since the last position.
+  let span: SpanHead | undefined =
+    every === undefined
+      ? undefined
+      : { every, seq: baseSeq, crc: steps[0]!.frame.crc, raws: [], ledger: [], deltaBytes: 0 };
+  let deltaBytes = 0;
+  for (const { seq: s, frame, key, jump } of steps.slice(1)) {
+    const origin = { stream, key, seq: s };
+    const raws = frame.version === SPAN_VERSION ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
+    if (jump && raws.length !== s - frame.header.jump!)
+      throw corrupt(
+        stream,
+        s,
+        key,
+        `span delta holds ${raws.length} operation lists for ${s - frame.header.jump!} seqs`,
+      );
+    if (jump) ledger = applyEntriesAt(frame.header.spanLedger, keys, s, key, ledger);
+    ledger = applyLedger(frame, keys, s, key, ledger);
     try {
-      state = applyOps(state, ops as Op[], frames[i]!.version);
+      for (const raw of jump ? raws : raws.slice(-1)) state = applyOps(state, opsOf(raw, origin), frame.version);
     } catch (err) {
       if (err instanceof PatchMismatch) throw corrupt(stream, s, key, `delta does not apply: ${err.message}`, err);
       throw err;
     }
+    deltaBytes += frame.bytes;
+    if (span === undefined) continue;
+    if (s <= lastPoint && (s - baseSeq) % span.every === 0)
+      span = { every: span.every, seq: s, crc: frame.crc, raws: [], ledger: [], deltaBytes };
+    else
+      span = {
+        ...span,
+        raws: [...span.raws, raws[raws.length - 1]!],
+        ledger: [...span.ledger, ...(frame.header.ledger ?? [])],
+      };
   }
   const restored: Restored<S> = {
     state: state as S,
@@ -155,22 +222,64 @@ export async function readChain<S>(
     ledger,
     crc: last.crc,
     baseSeq,
-    baseBytes: frames[0]!.bytes,
-    deltaBytes: frames.slice(1).reduce((n, f) => n + f.bytes, 0),
+    baseBytes: steps[0]!.frame.bytes,
+    deltaBytes,
+    span,
     // A copy: the decoded header's bytes may be a view into the whole frame.
     metaBytes: meta === undefined ? undefined : new Uint8Array(meta),
-    keyIds: new Set(frames.flatMap((f) => (f.keyId === undefined ? [] : [f.keyId]))),
+    keyIds: new Set(steps.flatMap(({ frame: f }) => (f.keyId === undefined ? [] : [f.keyId]))),
   };
 }
 
 /** Applies a frame's ledger entries; CORRUPT when they are malformed. */
 export function applyLedger(frame: Frame, keys: StreamKeys, seq: number, key: string, ledger: Ledger): Ledger {
   assertUnlocked(frame, { stream: keys.stream, seq, key });
+  return applyEntriesAt(frame.header.ledger, keys, seq, key, ledger);
+}
+
+/** Applies ledger entries read from the frame of `seq`; CORRUPT when they are malformed. */
+function applyEntriesAt(
+  entries: LedgerEntry[] | undefined,
+  keys: StreamKeys,
+  seq: number,
+  key: string,
+  ledger: Ledger,
+): Ledger {
   try {
-    return applyEntries(ledger, frame.header.ledger);
+    return applyEntries(ledger, entries);
   } catch (err) {
     throw corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
   }
+}
+
+/** The operation lists of a span delta, one per seq it spans; CORRUPT when the payload is not one. */
+export function spanParts(frame: Frame, origin: FrameOrigin): Uint8Array[] {
+  try {
+    return decodeSpan(payloadBytes(frame, origin));
+  } catch (err) {
+    if (isStatefoldError(err)) throw err;
+    throw corrupt(origin.stream, origin.seq, origin.key, (err as Error).message, err);
+  }
+}
+
+/** A delta's own operations, on the seq before it (for a span delta, the last list it holds). */
+export function ownOps(frame: Frame, origin: FrameOrigin): Op[] {
+  const raw = frame.version === SPAN_VERSION ? spanParts(frame, origin).at(-1)! : payloadBytes(frame, origin);
+  return opsOf(raw, origin);
+}
+
+/** The operations a delta's msgpack holds; CORRUPT when it is not a list. */
+export function opsOf(raw: Uint8Array, origin: FrameOrigin): Op[] {
+  const ops = decodeRaw(raw, origin);
+  if (!Array.isArray(ops))
+    throw corrupt(origin.stream, origin.seq, origin.key, 'delta payload is not a list of operations');
+  return ops as Op[];
+}
+
+function range(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let s = from; s < to; s++) out.push(s);
+  return out;
 }
 
 /** A checkpoint frame's kind; CORRUPT for a fence where a checkpoint belongs. */
