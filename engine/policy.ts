@@ -13,6 +13,15 @@ export interface Policy {
    * base's stored size (Redis rewrites its AOF at +100%). Default 1.
    */
   maxDeltaRatio?: number;
+  /**
+   * Every this many deltas after a base, a span delta: a delta that also carries the operations
+   * of the deltas since the previous span delta, so that a restore reads the base, the span
+   * deltas and at most `spanEvery - 1` plain deltas instead of the whole chain, at the cost of
+   * storing each delta's operations about twice. 1 turns spans off. Default 8 on a store that
+   * declares itself remote (`store.remote`, S3Store), where each read is a network round trip;
+   * 1 otherwise.
+   */
+  spanEvery?: number;
   /** `step()` checkpoints when this many milliseconds have passed since the last checkpoint. Default 1,000. */
   everyMs?: number;
   /** `step()` checkpoints every this many steps. Default 100. */
@@ -28,21 +37,29 @@ export interface Policy {
 /** A policy with every default filled in. */
 export type ResolvedPolicy = Required<Policy>;
 
-/** The defaults, as documented in the README. */
+/** The defaults, as documented in the README (`spanEvery` on a local store; see REMOTE_SPAN_EVERY). */
 export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
   baseEvery: 32,
   maxDeltaRatio: 1,
+  spanEvery: 1,
   everyMs: 1000,
   everySteps: 100,
   maxPendingBytes: Infinity,
 });
 
-/** Fills defaults and rejects malformed values with INVALID_ARGUMENT. */
-export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
-  if (policy === undefined) return DEFAULT_POLICY;
+/** `spanEvery` by default on a store that declares itself remote. */
+export const REMOTE_SPAN_EVERY = 8;
+
+/**
+ * Fills defaults (those of a remote store when `remote`) and rejects malformed values with
+ * INVALID_ARGUMENT.
+ */
+export function resolvePolicy(policy: Policy | undefined, remote = false): ResolvedPolicy {
+  const defaults = remote ? Object.freeze({ ...DEFAULT_POLICY, spanEvery: REMOTE_SPAN_EVERY }) : DEFAULT_POLICY;
+  if (policy === undefined) return defaults;
   if (policy === null || typeof policy !== 'object')
     throw new StatefoldError('INVALID_ARGUMENT', 'policy: must be an object');
-  const out = { ...DEFAULT_POLICY };
+  const out = { ...defaults };
   const positive = (name: keyof Policy, integer: boolean, allowInfinity: boolean): void => {
     const v = policy[name];
     if (v === undefined) return;
@@ -60,6 +77,7 @@ export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
   };
   positive('baseEvery', true, false);
   positive('maxDeltaRatio', false, true);
+  positive('spanEvery', true, false);
   positive('everyMs', false, true);
   positive('everySteps', true, true);
   positive('maxPendingBytes', false, true);

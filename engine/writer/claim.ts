@@ -291,6 +291,8 @@ function fillerFrame(id: Identity, seq: number, prev: Frame, sealing: SealingKey
     baseSeq: prev.kind === 'base' ? prev.header.seq : prev.header.baseSeq!,
     parent: prev.crc,
     filler: true,
+    // The chain's span length, so that a reader of the filler finds the chain's span deltas.
+    ...(prev.header.span !== undefined && { span: prev.header.span }),
     ...(prev.header.meta !== undefined && { meta: prev.header.meta }),
   };
   return encodeFrame('delta', header, encodeValue([]), 1, sealing);

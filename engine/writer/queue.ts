@@ -8,10 +8,13 @@ import type { Capture, Capturer } from '../capture/index.js';
 import { thaw } from '../capture/index.js';
 import { ledgerEntries, type Ledger, type LedgerEntry } from '../effects/ledger.js';
 import { isStatefoldError, type StatefoldError } from '../errors.js';
-import { decodePayload, type FrameHeader, type FrameKind } from '../format/frame.js';
+import { decodePayload, SPAN_VERSION, type FrameHeader, type FrameKind } from '../format/frame.js';
 import type { SealingKey } from '../format/keyring.js';
-import { encodeFrameOffThread } from '../format/offload.js';
-import { opsVersion, type Op } from '../format/ops.js';
+import { encodeFrameOffThread, frameOffThread } from '../format/offload.js';
+import { encodeSpan } from '../format/span.js';
+import { encodeValueInSlices } from '../format/sliced.js';
+import { ownOps, type SpanHead } from '../restore/chain.js';
+import { opsVersion } from '../format/ops.js';
 import type { StreamKeys } from '../log/keys.js';
 import type { ResolvedPolicy } from '../policy.js';
 import { applyOps } from '../restore/fold.js';
@@ -61,6 +64,8 @@ export interface Head {
   /** Stored sizes of its chain's base and of the deltas since (the base policy's size trigger). */
   baseBytes: number;
   deltaBytes: number;
+  /** A chain written with span deltas: what its next span delta needs. */
+  span?: SpanHead | undefined;
 }
 
 /** The head of a stream with no checkpoint. */
@@ -166,6 +171,11 @@ export class CommitQueue {
       const c = this.#head;
       const seq = c.seq + 1;
       const resolver = this.capturer.resolverFor(task.capture.id);
+      // Span deltas (format/span.ts): a chain keeps the span length it was started with.
+      const every = this.policy.spanEvery;
+      const span = every > 1 && c.span?.every === every ? c.span : undefined;
+      const atPosition = span !== undefined && (seq - c.baseSeq) % every === 0;
+      const spanning = atPosition && span.seq === seq - every && span.raws.length === every - 1;
       const header = (kind: FrameKind): FrameHeader => {
         const h: FrameHeader = {
           stream,
@@ -179,23 +189,36 @@ export class CommitQueue {
         if (task.meta !== undefined) h.meta = task.meta;
         const entries = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
         if (entries.length > 0) h.ledger = entries;
+        if (every > 1) h.span = every;
+        if (kind === 'delta' && spanning) {
+          h.jump = span.seq;
+          h.jumpCrc = span.crc;
+          if (span.ledger.length > 0) h.spanLedger = span.ledger;
+        }
         return h;
       };
       let kind: FrameKind =
-        this.#needBase || c.state === undefined || seq - c.baseSeq >= this.policy.baseEvery ? 'base' : 'delta';
+        this.#needBase ||
+        c.state === undefined ||
+        seq - c.baseSeq >= this.policy.baseEvery ||
+        (every > 1 && span === undefined)
+          ? 'base'
+          : 'delta';
       let frame: Uint8Array | undefined;
+      let ops: Uint8Array | undefined;
       if (kind === 'delta') {
+        ops = await encodeValueInSlices(task.capture.ops, resolver);
         // Version 1 unless the delta appends: streams that never append stay readable by older statefold.
-        frame = await encodeFrameOffThread(
+        frame = await frameOffThread(
           'delta',
           header('delta'),
-          task.capture.ops,
-          resolver,
-          opsVersion(task.capture.ops),
+          spanning ? encodeSpan([...span.raws, ops]) : ops,
+          spanning ? SPAN_VERSION : opsVersion(task.capture.ops),
           this.sealing,
         );
-        // Redis-style size trigger: once the deltas outgrow the base, a new base is cheaper to restore.
-        if (c.deltaBytes + frame.byteLength > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
+        // Redis-style size trigger: once the deltas a restore folds outgrow the base, a new base is cheaper to restore.
+        const folded = (spanning ? span.deltaBytes : c.deltaBytes) + frame.byteLength;
+        if (folded > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
       }
       // A large base is encoded in slices and compressed on the frame worker: the caller's loop stays free.
       if (kind === 'base')
@@ -205,6 +228,18 @@ export class CommitQueue {
       const outcome = await this.writer.write(key, seq, frame);
       if (outcome === 'ours') {
         const crc = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).readUInt32LE(frame.byteLength - 4);
+        const deltaBytes = kind === 'base' ? 0 : (spanning ? span.deltaBytes : c.deltaBytes) + frame.byteLength;
+        // A span position starts the next span, even one that could not be a span delta (then
+        // readers walk the seqs before it one by one).
+        let next: SpanHead | undefined;
+        if (every > 1 && (kind === 'base' || atPosition)) next = { every, seq, crc, raws: [], ledger: [], deltaBytes };
+        else if (span !== undefined)
+          // Kept for the next span delta (a copy: the encoder's bytes may be reused).
+          next = {
+            ...span,
+            raws: [...span.raws, new Uint8Array(ops!)],
+            ledger: [...span.ledger, ...task.ledgerChanges],
+          };
         this.#head = {
           seq,
           crc,
@@ -212,7 +247,8 @@ export class CommitQueue {
           meta: task.meta,
           baseSeq: kind === 'base' ? seq : c.baseSeq,
           baseBytes: kind === 'base' ? frame.byteLength : c.baseBytes,
-          deltaBytes: kind === 'base' ? 0 : c.deltaBytes + frame.byteLength,
+          deltaBytes,
+          span: next,
         };
         this.#nextKey = this.keys.slot(seq + 1);
         this.#needBase = false;
@@ -234,7 +270,7 @@ export class CommitQueue {
       let state: unknown;
       if (landed.kind === 'base') state = decodePayload(landed, origin);
       else if (c.state !== undefined && landed.header.parent === c.crc)
-        state = applyOps(thaw(c.state), decodePayload(landed, origin) as Op[], landed.version);
+        state = applyOps(thaw(c.state), ownOps(landed, origin), landed.version);
       this.#head = {
         seq,
         crc: landed.crc,

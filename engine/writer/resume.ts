@@ -62,6 +62,7 @@ export async function resume(
     baseSeq,
     baseBytes,
     deltaBytes,
+    span: chain.span,
   };
   // After a key rotation the first checkpoint is a base in the new key: from then on the newest
   // chain needs only that key, and the old one only history (retired once retention trims it).
