@@ -65,7 +65,7 @@ export class SnapshotEngine<S = unknown> {
     this.policy = policy;
     this.#capturer = opened.capturer;
     this.#lastMeta = opened.head.meta;
-    this.#afterBase = new AfterBase(store, keys, options.retention, limits);
+    this.#afterBase = new AfterBase(store, keys, options.retention, limits, policy.spanEvery);
     const identity = { epoch: claim.epoch, writer: claim.writer };
     const writer = new SlotWriter(store, keys, identity, limits);
     const onBase = (seq: number): void => this.#afterBase.committed(seq);

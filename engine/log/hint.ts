@@ -33,14 +33,30 @@ function prefetch(
   return frames;
 }
 
-/** The newest base seq a hint names, or undefined when there is none. */
-export async function readHint(store: Store, keys: StreamKeys, signal?: AbortSignal): Promise<number | undefined> {
-  let newest: number | undefined;
+/** The newest base seq a hint names, with its chain's span length; undefined when there is none. */
+export async function readHint(
+  store: Store,
+  keys: StreamKeys,
+  signal?: AbortSignal,
+): Promise<{ seq: number; span: number | undefined } | undefined> {
+  let newest: { seq: number; span: number | undefined } | undefined;
   for (const key of await store.list(keys.hints, signal ? { signal } : undefined)) {
-    const seq = keys.parseHint(key);
-    if (seq !== undefined && (newest === undefined || seq > newest)) newest = seq;
+    const hint = keys.parseHintKey(key);
+    if (hint !== undefined && (newest === undefined || hint.seq > newest.seq)) newest = hint;
   }
   return newest;
+}
+
+/**
+ * The slots a restore of the newest listed seq reads, for a chain from `base` with span length
+ * `span` (see restore/chain.ts): the base, each span position, the seqs after the last; every
+ * slot when there are no span deltas.
+ */
+function pathOf(slots: Slot[], base: number, span: number | undefined): Slot[] {
+  if (span === undefined) return slots;
+  const last = slots[slots.length - 1]!.seq;
+  const lastPoint = last - ((last - base) % span);
+  return slots.filter((s) => s.seq >= lastPoint || (s.seq - base) % span === 0);
 }
 
 /**
@@ -56,8 +72,9 @@ export async function newestView(
   signal?: AbortSignal,
   readAhead = true,
 ): Promise<CommittedView> {
-  const hint = await readHint(store, keys, signal);
-  if (hint !== undefined) {
+  const hinted = await readHint(store, keys, signal);
+  if (hinted !== undefined) {
+    const hint = hinted.seq;
     const log = await listLog(store, keys, signal, hint);
     if (log.slots.length === 0 && log.below.length === 0) {
       throw new StatefoldError(
@@ -67,9 +84,10 @@ export async function newestView(
       );
     }
     if (log.slots[0]?.seq === hint) {
-      // The chain of the newest checkpoint is at most these slots: read them all in one round.
-      const frames =
-        readAhead && log.slots.length <= PREFETCH ? prefetch(store, keys, log.slots, limits, signal) : undefined;
+      // The chain of the newest checkpoint is at most these slots: read the ones its restore
+      // reads in one round (should the newest slot turn out uncommitted, the chain reads the rest).
+      const path = pathOf(log.slots, hint, hinted.span);
+      const frames = readAhead && path.length <= PREFETCH ? prefetch(store, keys, path, limits, signal) : undefined;
       const view = await committedView(store, log, limits, signal, frames);
       if (view.slots.length > 0) return view;
     }

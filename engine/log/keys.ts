@@ -85,14 +85,28 @@ export class StreamKeys {
     return `${this.root}hint/`;
   }
 
-  /** The hint that a base was committed at `seq`: `<stream>/hint/<seq as 16 hex>`. */
-  hint(seq: number): string {
-    return `${this.hints}${hex16(seq)}`;
+  /**
+   * The hint that a base was committed at `seq`: `<stream>/hint/<seq as 16 hex>`, and when its
+   * chain is written with span deltas `.<span length as 16 hex>` after it, so that a reader knows
+   * which of the listed seqs a restore reads before it reads any of them.
+   */
+  hint(seq: number, span?: number): string {
+    return `${this.hints}${hex16(seq)}${span === undefined || span < 2 ? '' : `.${hex16(span)}`}`;
   }
 
   /** Parses a hint key into its seq. */
   parseHint(key: string): number | undefined {
-    return seqUnder(this.hints, key);
+    return this.parseHintKey(key)?.seq;
+  }
+
+  /** Parses a hint key into its seq and, for a chain with span deltas, its span length. */
+  parseHintKey(key: string): { seq: number; span: number | undefined } | undefined {
+    const dot = key.indexOf('.', this.hints.length);
+    const seq = seqUnder(this.hints, dot < 0 ? key : key.slice(0, dot));
+    if (seq === undefined) return undefined;
+    if (dot < 0) return { seq, span: undefined };
+    const span = /^[0-9a-f]{16}$/.test(key.slice(dot + 1)) ? parseInt(key.slice(dot + 1), 16) : NaN;
+    return Number.isSafeInteger(span) && span >= 2 ? { seq, span } : undefined;
   }
 
   /** Prefix of the stream's retention floors (see retention.ts). */

@@ -22,9 +22,11 @@ export class AfterBase {
     keys: StreamKeys,
     private readonly retention: Retention | undefined,
     private readonly limits: FrameReading,
+    /** The span length of the chains the engine writes (policy.spanEvery), named in its hints. */
+    span: number,
   ) {
     this.stream = keys.stream;
-    this.#hints = new HintWriter(store, keys);
+    this.#hints = new HintWriter(store, keys, span);
   }
 
   /** The error of the last background gc, if it failed (it is retried after the next base). */

@@ -10,6 +10,8 @@ export class HintWriter {
   constructor(
     private readonly store: Store,
     private readonly keys: StreamKeys,
+    /** The span length of the chains this engine writes (1: no span deltas). */
+    private readonly span: number,
   ) {}
 
   /** A base committed at `seq`: hint it (after any hint being written). */
@@ -28,7 +30,7 @@ export class HintWriter {
       const seq = this.#next;
       this.#next = undefined;
       try {
-        await this.store.putIfAbsent(this.keys.hint(seq), new Uint8Array(0));
+        await this.store.putIfAbsent(this.keys.hint(seq, this.span), new Uint8Array(0));
         for (const key of await this.store.list(this.keys.hints)) {
           const hinted = this.keys.parseHint(key);
           if (hinted !== undefined && hinted < seq) await this.store.delete(key);
