@@ -24,7 +24,8 @@ import {
  * that same state) and crashes again at a random operation, life 3 runs clean, and every
  * retained seq must restore to the state captured for it. Last, life 1's engine comes back as a
  * zombie (its store reachable again) and must be FENCED without changing anything. The second
- * half repeats all of it with retention on, so crashes also cut the background gc short.
+ * half repeats all of it with retention on, so crashes also cut the background gc short; later
+ * blocks encrypt, and write span deltas (longer chains, so that restores jump over deltas).
  * A failure names the seed, plan and crash point; every case is deterministic.
  */
 
@@ -33,6 +34,7 @@ const SEEDS_PER_BLOCK = 12;
 const BLOCKS = 10;
 const RETENTION_BLOCKS = 2;
 const ENCRYPTED_BLOCKS = 2;
+const SPAN_BLOCKS = 3;
 /** The keys of the encrypted sweep: life 2 rotates to k2, so crashes also meet a rotation base. */
 const KEY_1 = new Uint8Array(32).fill(1);
 const KEY_2 = new Uint8Array(32).fill(2);
@@ -47,18 +49,22 @@ interface Plan {
   keepLast: number | undefined;
   /** Every life encrypts; life 2 on rotates from key k1 to k2. */
   encrypted: boolean;
+  /** The policy's spanEvery, when the plan writes span deltas. */
+  spanEvery: number | undefined;
 }
 
-function planOf(seed: number, retention: boolean, encrypted = false): Plan {
+function planOf(seed: number, retention: boolean, encrypted = false, spans = false): Plan {
   const r = new Rng(seed * 7919 + 1);
   return {
     seed,
     mode: seed % 2 === 0 ? 'copy' : 'immutable',
-    baseEvery: r.pick([4, 4, 4, 1, 2, 3]),
+    // With spans, chains long enough for a restore to jump over deltas, and life 1 crossing span positions.
+    baseEvery: spans ? r.pick([7, 9, 12]) : r.pick([4, 4, 4, 1, 2, 3]),
     prefix: r.pick([0, 0, 1, 2, 3, 5, 7, 9]),
     life1: 5 + r.int(6),
     keepLast: retention ? 1 + r.int(4) : undefined,
     encrypted,
+    spanEvery: spans ? r.pick([2, 3, 4]) : undefined,
   };
 }
 
@@ -86,10 +92,23 @@ function lifeOptions(p: Plan, life: number, checkpoints: number, salt = 0): Life
   if (p.keepLast !== undefined) o.retention = { keepLast: p.keepLast, minAgeMs: 0 };
   const encryption = encryptionOf(p, life);
   if (encryption !== undefined) o.encryption = encryption;
+  if (p.spanEvery !== undefined) {
+    o.spanEvery = p.spanEvery;
+    // Chains as long as baseEvery: the random states' deltas soon outgrow their small bases.
+    o.maxDeltaRatio = Infinity;
+  }
   return o;
 }
 
-const tally = { cases: 0, restoredAcked: 0, restoredInflight: 0, restoredNone: 0, secondCrashes: 0, zombies: 0 };
+const tally = {
+  cases: 0,
+  restoredAcked: 0,
+  restoredInflight: 0,
+  restoredNone: 0,
+  secondCrashes: 0,
+  zombies: 0,
+  spanDeltas: 0,
+};
 
 /**
  * Runs one life on `store` (usually a FaultStore over `inner`), checks what it saw on open and
@@ -202,13 +221,13 @@ function readAll(o: LifeOptions): { encryption?: Encryption } {
   return o.encryption ? { encryption: { keys: { k1: KEY_1, k2: KEY_2 }, current: 'k2' } } : {};
 }
 
-/** Every checkpoint stored (fillers written by claims after crashes included) is sealed: format version 3, flag 1. */
+/** Every checkpoint stored (fillers written by claims after crashes included) is sealed: format version 3 (4 for a span delta), flag 1. */
 async function expectAllSealed(store: Store): Promise<void> {
   for (const key of await store.list('')) {
     const bytes = Buffer.from((await store.get(key))!);
     // Only frames of checkpoints: not floors, hints or markers, and not fences (never sealed).
     if (bytes.byteLength < 20 || bytes.toString('latin1', 0, 4) !== 'SFLD' || bytes[5] === 3) continue;
-    if (bytes[4] !== 3 || (bytes[7]! & 1) !== 1)
+    if ((bytes[4] !== 3 && bytes[4] !== 4) || (bytes[7]! & 1) !== 1)
       throw new Mismatch(
         `${key}: a checkpoint in an encrypted stream is not sealed (version ${bytes[4]}, flags ${bytes[7]})`,
       );
@@ -223,13 +242,24 @@ async function operationsOfLife1(p: Plan): Promise<number> {
   if (p.prefix > 0) latest = (await checkedLife(inner, inner, latest, bySeq, lifeOptions(p, 0, p.prefix), true)).latest;
   const counter = new FaultStore(inner, { log: false });
   await checkedLife(counter, inner, latest, bySeq, lifeOptions(p, 1, p.life1), true);
+  if (p.spanEvery !== undefined) tally.spanDeltas += await countSpanDeltas(inner);
   return counter.count;
 }
 
-async function sweepBlock(seeds: number[], retention: boolean, encrypted = false): Promise<string[]> {
+/** Span deltas stored: frames of format version 4. */
+async function countSpanDeltas(store: Store): Promise<number> {
+  let n = 0;
+  for (const key of await store.list('')) {
+    const bytes = (await store.get(key))!;
+    if (bytes.byteLength >= 20 && Buffer.from(bytes).toString('latin1', 0, 4) === 'SFLD' && bytes[4] === 4) n++;
+  }
+  return n;
+}
+
+async function sweepBlock(seeds: number[], retention: boolean, encrypted = false, spans = false): Promise<string[]> {
   const failures: string[] = [];
   for (const seed of seeds) {
-    const p = planOf(seed, retention, encrypted);
+    const p = planOf(seed, retention, encrypted, spans);
     const n = await operationsOfLife1(p);
     for (let crash = 0; crash <= n; crash++) {
       for (const landed of [false, true]) {
@@ -239,7 +269,9 @@ async function sweepBlock(seeds: number[], retention: boolean, encrypted = false
         } catch (err) {
           const why = err instanceof Mismatch ? err.message : `unexpected ${String((err as Error)?.stack ?? err)}`;
           const retained =
-            (p.keepLast === undefined ? '' : `, retention keepLast ${p.keepLast}`) + (p.encrypted ? ', encrypted' : '');
+            (p.keepLast === undefined ? '' : `, retention keepLast ${p.keepLast}`) +
+            (p.encrypted ? ', encrypted' : '') +
+            (p.spanEvery === undefined ? '' : `, spanEvery ${p.spanEvery}`);
           failures.push(
             `seed ${seed} (${p.mode}, baseEvery ${p.baseEvery}${retained}, prefix ${p.prefix}, life 1 of ${p.life1} checkpoints = ${n} operations) crash at operation ${crash}${landed ? ' after it landed' : ''}: ${why}`,
           );
@@ -252,7 +284,7 @@ async function sweepBlock(seeds: number[], retention: boolean, encrypted = false
 
 afterAll(() => {
   console.log(
-    `crash sweep: ${tally.cases} cases; after the first crash the stream held the last acknowledged checkpoint ${tally.restoredAcked}x, the one in flight ${tally.restoredInflight}x, nothing ${tally.restoredNone}x; ${tally.secondCrashes} second crashes; ${tally.zombies} zombies`,
+    `crash sweep: ${tally.cases} cases; after the first crash the stream held the last acknowledged checkpoint ${tally.restoredAcked}x, the one in flight ${tally.restoredInflight}x, nothing ${tally.restoredNone}x; ${tally.secondCrashes} second crashes; ${tally.zombies} zombies; ${tally.spanDeltas} span deltas in the clean runs of span plans`,
   );
 });
 
@@ -290,6 +322,23 @@ describe('crash sweep with encryption: every checkpoint sealed, a key rotation a
       const failures = await sweepBlock(seeds, retention, true);
       expect(failures.slice(0, 8), `${failures.length} failing cases (first 8 shown)`).toEqual([]);
       expect(tally.zombies - zombies, 'zombie lives checked').toBeGreaterThan(0);
+    }, 60_000);
+  }
+});
+
+describe('crash sweep with span deltas: restores that jump over deltas', () => {
+  for (let block = 0; block < SPAN_BLOCKS; block++) {
+    const seeds = Array.from({ length: SEEDS_PER_BLOCK }, (_, i) => 30_001 + block * SEEDS_PER_BLOCK + i);
+    // One block each: plain, with retention, encrypted (a rotation base at life 2, sealed span deltas).
+    const retention = block === 1;
+    const encrypted = block === 2;
+    it(`restores exactly the last acknowledged or in-flight state${retention ? ', with retention' : ''}${encrypted ? ', encrypted' : ''} (seeds ${seeds[0]}-${seeds[seeds.length - 1]})`, async () => {
+      const [zombies, spanDeltas] = [tally.zombies, tally.spanDeltas];
+      const failures = await sweepBlock(seeds, retention, encrypted, true);
+      expect(failures.slice(0, 8), `${failures.length} failing cases (first 8 shown)`).toEqual([]);
+      expect(tally.zombies - zombies, 'zombie lives checked').toBeGreaterThan(0);
+      // The plans write span deltas: restores in this block jumped over deltas.
+      expect(tally.spanDeltas - spanDeltas, 'span deltas in the clean runs').toBeGreaterThan(SEEDS_PER_BLOCK);
     }, 60_000);
   }
 });

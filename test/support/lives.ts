@@ -43,6 +43,9 @@ export interface LifeOptions {
   stream: string;
   mode: Mode;
   baseEvery: number;
+  /** The policy's spanEvery (span deltas) and maxDeltaRatio, when set. */
+  spanEvery?: number;
+  maxDeltaRatio?: number;
   /** How many checkpoints to take (the life ends earlier at the first failure). */
   checkpoints: number;
   rng: Rng;
@@ -75,7 +78,11 @@ export async function live(store: Store, o: LifeOptions): Promise<Life> {
     engine = await SnapshotEngine.open<Record<string, unknown>>({
       store,
       stream: o.stream,
-      policy: { baseEvery: o.baseEvery },
+      policy: {
+        baseEvery: o.baseEvery,
+        ...(o.spanEvery !== undefined && { spanEvery: o.spanEvery }),
+        ...(o.maxDeltaRatio !== undefined && { maxDeltaRatio: o.maxDeltaRatio }),
+      },
       updates: o.mode,
       retention: o.retention,
       ...(o.encryption && { encryption: o.encryption }),
