@@ -36,7 +36,15 @@ import { crc32 } from 'node:zlib';
 import { StatefoldError } from '../errors.js';
 import { FIXED, FLAG_SEALED, FLAG_SECRET, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
 import { COMPRESSIONS, asBuffer } from './compression.js';
-import { addSecretHeader, fromStoredHeader, toSealedHeaders, toStoredHeader, type FrameHeader } from './header.js';
+import {
+  addSecretHeader,
+  fromStoredHeader,
+  headerProblem,
+  toSealedHeaders,
+  toStoredHeader,
+  type FrameHeader,
+} from './header.js';
+import { SPAN_VERSION } from './span.js';
 import { isKeyId, unavailable, type Keyring, type SealingKey } from './keyring.js';
 import { decodeValue, encodeValue } from './values.js';
 
@@ -45,8 +53,7 @@ export type { FrameHeader } from './header.js';
 export { MAGIC } from './assemble.js';
 /** The newest format version this statefold writes and reads; it reads every version from 1. */
 export const FORMAT_VERSION = 4;
-/** The version of a span delta (span.ts). */
-export const SPAN_VERSION = 4;
+export { SPAN_VERSION } from './span.js';
 
 /** What a frame holds: a full state, the operations since the previous seq, or a writer's claim. */
 export type FrameKind = 'base' | 'delta' | 'fence';
@@ -201,47 +208,11 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   } catch (err) {
     return fail(`unreadable header: ${(err as Error).message}`);
   }
-  if (
-    header === null ||
-    typeof header !== 'object' ||
-    typeof header.stream !== 'string' ||
-    !Number.isSafeInteger(header.seq) ||
-    !Number.isSafeInteger(header.epoch) ||
-    typeof header.writer !== 'string' ||
-    typeof header.createdAt !== 'number'
-  ) {
-    fail('malformed header');
-  }
+  const problem = headerProblem(header, kind!, version, sealed);
+  if (problem !== undefined) fail(problem);
   if (header.stream !== origin.stream)
     fail(`frame belongs to stream ${JSON.stringify(header.stream)} (copied in from another stream?)`);
   if (header.seq !== origin.seq) fail(`frame is seq ${header.seq}, not ${origin.seq} (copied in from another seq?)`);
-  if (
-    kind === 'delta' &&
-    (!Number.isSafeInteger(header.baseSeq) || typeof header.parent !== 'number' || header.baseSeq! >= header.seq)
-  )
-    fail('delta frame without a valid base and parent');
-  if (kind === 'base' && header.baseSeq !== header.seq) fail('base frame whose base is not itself');
-  if ((version === 2 || version === SPAN_VERSION) && kind !== 'delta')
-    fail(`a ${kind} frame in format version ${version}, which only deltas use`);
-  if (header.span !== undefined && (kind === 'fence' || !Number.isSafeInteger(header.span) || header.span < 2))
-    fail(`span ${String(header.span)} is not valid here (an integer of at least 2, in a base or delta)`);
-  if (version === SPAN_VERSION) {
-    const { jump, jumpCrc } = header;
-    if (header.span === undefined || !Number.isSafeInteger(jump) || jump! < header.baseSeq! || jump! >= header.seq)
-      fail('span delta without a valid span and jump (a seq from its base to the one before it)');
-    if (!Number.isSafeInteger(jumpCrc) || jumpCrc! < 0 || jumpCrc! > 0xffffffff)
-      fail('span delta without a valid checksum of the frame it jumps from');
-  } else if (header.jump !== undefined || header.jumpCrc !== undefined || header.spanLedger !== undefined)
-    fail(`jump fields in a format version ${version} frame (only span deltas, version ${SPAN_VERSION}, have them)`);
-  if (
-    sealed &&
-    (!isKeyId(header.keyId) ||
-      header.meta !== undefined ||
-      header.ledger !== undefined ||
-      header.spanLedger !== undefined)
-  )
-    fail('sealed frame whose header has no valid key id, or holds meta or ledger in the clear');
-  if (!sealed && header.keyId !== undefined) fail('a key id in a frame that is not sealed');
   // An encrypted stream is sealed throughout, fences included (a plaintext fence on top would hide
   // the newest checkpoint): a plaintext frame there is forged, or from before encryption.
   if (!sealed && limits.keyring !== undefined)

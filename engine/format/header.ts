@@ -4,6 +4,9 @@
  * paid on every one of them).
  */
 
+import { isKeyId } from './keyring.js';
+import { SPAN_VERSION } from './span.js';
+
 /** The header of a frame, as written and read. */
 export interface FrameHeader {
   /** The stream id, in full (keys hold only its encoding). */
@@ -115,4 +118,49 @@ export function addSecretHeader(header: FrameHeader, raw: unknown): void {
 function storedMap(raw: unknown): Record<string, unknown> {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('header is not a map');
   return raw as Record<string, unknown>;
+}
+
+/**
+ * What is wrong with a decoded header for a frame of `kind` in format `version` (sealed or not),
+ * or undefined when nothing is; the caller adds stream, seq and key.
+ */
+export function headerProblem(
+  header: FrameHeader,
+  kind: 'base' | 'delta' | 'fence',
+  version: number,
+  sealed: boolean,
+): string | undefined {
+  if (
+    header === null ||
+    typeof header !== 'object' ||
+    typeof header.stream !== 'string' ||
+    !Number.isSafeInteger(header.seq) ||
+    !Number.isSafeInteger(header.epoch) ||
+    typeof header.writer !== 'string' ||
+    typeof header.createdAt !== 'number'
+  )
+    return 'malformed header';
+  if (
+    kind === 'delta' &&
+    (!Number.isSafeInteger(header.baseSeq) || typeof header.parent !== 'number' || header.baseSeq! >= header.seq)
+  )
+    return 'delta frame without a valid base and parent';
+  if (kind === 'base' && header.baseSeq !== header.seq) return 'base frame whose base is not itself';
+  if ((version === 2 || version === SPAN_VERSION) && kind !== 'delta')
+    return `a ${kind} frame in format version ${version}, which only deltas use`;
+  if (header.span !== undefined && (kind === 'fence' || !Number.isSafeInteger(header.span) || header.span < 2))
+    return `span ${String(header.span)} is not valid here (an integer of at least 2, in a base or delta)`;
+  if (version === SPAN_VERSION) {
+    const { jump, jumpCrc } = header;
+    if (header.span === undefined || !Number.isSafeInteger(jump) || jump! < header.baseSeq! || jump! >= header.seq)
+      return 'span delta without a valid span and jump (a seq from its base to the one before it)';
+    if (!Number.isSafeInteger(jumpCrc) || jumpCrc! < 0 || jumpCrc! > 0xffffffff)
+      return 'span delta without a valid checksum of the frame it jumps from';
+  } else if (header.jump !== undefined || header.jumpCrc !== undefined || header.spanLedger !== undefined)
+    return `jump fields in a format version ${version} frame (only span deltas, version ${SPAN_VERSION}, have them)`;
+  const secretInClear = header.meta !== undefined || header.ledger !== undefined || header.spanLedger !== undefined;
+  if (sealed && (!isKeyId(header.keyId) || secretInClear))
+    return 'sealed frame whose header has no valid key id, or holds meta or ledger in the clear';
+  if (!sealed && header.keyId !== undefined) return 'a key id in a frame that is not sealed';
+  return undefined;
 }

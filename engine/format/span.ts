@@ -11,6 +11,9 @@
  * last bin applies; read as a jump from `jump`, every bin applies in order.
  */
 
+/** The format version of a span delta. */
+export const SPAN_VERSION = 4;
+
 /** The payload of a span delta: `raws` (each the msgpack of one seq's operations) as an array of bins. */
 export function encodeSpan(raws: readonly Uint8Array[]): Uint8Array {
   let size = containerHeader(raws.length);
