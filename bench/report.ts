@@ -6,6 +6,7 @@ import type { WriteCounts } from './stores.js';
 import type { MemoryResult } from './memory.js';
 import type { HistoryResult } from './history.js';
 import { historySection } from './report-history.js';
+import { restoreSection } from './report-restore.js';
 import type { EncryptionResult } from './encryption.js';
 import type { ManyResult } from './many.js';
 import { manySection } from './report-many.js';
@@ -450,27 +451,7 @@ export function renderReport(res: Results): string {
   }
 
   // ---- 5 restore
-  p('## Restore time against chain length');
-  p();
-  p(
-    'One stream per state size: a base and then up to the longest chain of deltas (policy baseEvery 1,000,000, maxDeltaRatio Infinity), built once in memory and copied to each store; `restore(store, stream, { seq })` of base + N deltas, timed by tinybench (list, read, verify, decompress, decode, fold). File store reads come from the page cache.',
-  );
-  p();
-  const rrows = res.restore.map((r) => [
-    r.workload,
-    sizeLabel(r.size),
-    r.store,
-    int(r.chain),
-    bytes(r.chainBytes),
-    ms(r.latency.p50),
-    `${ms(r.latency.q1)}–${ms(r.latency.q3)}`,
-    ms(r.latency.p99),
-    String(r.latency.n),
-  ]);
-  p(table(['workload', 'state', 'store', 'deltas', 'chain bytes', 'p50 ms', 'IQR ms', 'p99 ms', 'n'], rrows));
-  p();
-  p(`![restore time against chain length](${run.charts.restore})`);
-  p();
+  for (const line of restoreSection(res.restore, run.charts.restore)) p(line);
   for (const line of historySection(res.history ?? [])) p(line);
   for (const line of manySection(res.many ?? [])) p(line);
   for (const line of encryptionSection(res.encryption ?? [])) p(line);

@@ -22,6 +22,7 @@ import {
   type Interval,
   type ThroughputResult,
 } from './scenarios.js';
+import { REMOTE_SPAN_EVERY } from 'statefold';
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { historyScenario } from './history.js';
@@ -266,7 +267,7 @@ async function main(): Promise<void> {
     1 /* encryption */ +
     plan.many.runs.length +
     1 /* langgraph */ +
-    (typeof s3 === 'string' ? 0 : 1);
+    (typeof s3 === 'string' ? 0 : 2); /* s3 restore, without and with span deltas */
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
   if (typeof s3 === 'string') process.stderr.write(`S3 skipped: ${s3}\n`);
@@ -393,18 +394,24 @@ async function main(): Promise<void> {
       );
     }
     if (typeof s3 !== 'string') {
-      progress.begin(`restore: ${headline} ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store`);
-      const r = await restoreScenario(
-        [memoryStores(), s3],
-        headline,
-        plan.s3.size,
-        change,
-        seed,
-        plan.s3.chains,
-        plan.restore,
-        progress,
-      );
-      results.restore.push(...r.filter((x) => x.store === 's3'));
+      // Without span deltas, and with S3Store's default spanEvery.
+      for (const spanEvery of [1, REMOTE_SPAN_EVERY]) {
+        progress.begin(
+          `restore: ${headline} ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store, spanEvery ${spanEvery}`,
+        );
+        const r = await restoreScenario(
+          [memoryStores(), s3],
+          headline,
+          plan.s3.size,
+          change,
+          seed,
+          plan.s3.chains,
+          plan.restore,
+          progress,
+          spanEvery,
+        );
+        results.restore.push(...r.filter((x) => x.store === 's3'));
+      }
     }
     const histories = [{ kind: fileKind, histories: plan.history.file }];
     if (typeof s3 !== 'string') histories.push({ kind: s3, histories: plan.history.s3 });
@@ -493,7 +500,7 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
     ]);
   const restoreRows = results.restore.map((r) => ({
     chain: r.chain,
-    series: `${r.workload} ${r.size / K} KB, ${r.store}`,
+    series: `${r.workload} ${r.size / K} KB, ${r.store}${r.spanEvery > 1 ? `, spanEvery ${r.spanEvery}` : ''}`,
     ms: Math.max(r.latency.p50, 1e-3),
   }));
   const charts: [string, Promise<string>][] = [

@@ -267,15 +267,21 @@ export interface RestoreResult {
   size: number;
   store: string;
   chain: number;
-  /** Stored bytes the restore reads (base + deltas). */
+  /** The policy's spanEvery the chain was written with (1: no span deltas). */
+  spanEvery: number;
+  /** Stored bytes of the chain (base + every delta up to the seq restored). */
   chainBytes: number;
+  /** Checkpoint objects the restore reads and folds: base, span deltas, the deltas after the last. */
+  objects: number;
+  /** Their stored bytes. */
+  bytesRead: number;
   latency: Summary;
 }
 
 /**
  * Builds one stream with a base and `maxChain` deltas (policy baseEvery huge, maxDeltaRatio
- * Infinity) in memory, copies it into each store, and times `restore` of seq 1 + chain for each
- * chain length with tinybench.
+ * Infinity, spanEvery as given) in memory, copies it into each store, and times `restore` of
+ * seq 1 + chain for each chain length with tinybench.
  */
 export async function restoreScenario(
   kinds: StoreKind[],
@@ -286,6 +292,7 @@ export async function restoreScenario(
   chains: number[],
   bench: { time: number; iterations: number },
   progress: Progress,
+  spanEvery = 1,
 ): Promise<RestoreResult[]> {
   const maxChain = Math.max(...chains);
   const built = new CountingStore(await kinds[0]!.create('restore-build'));
@@ -294,7 +301,7 @@ export async function restoreScenario(
     store: built,
     stream: 'agent',
     updates: 'immutable',
-    policy: { baseEvery: 1_000_000, maxDeltaRatio: Infinity },
+    policy: { baseEvery: 1_000_000, maxDeltaRatio: Infinity, spanEvery },
   });
   const sizes: number[] = [];
   sizes.push((await engine.checkpoint(agent.state)).bytes);
@@ -333,16 +340,22 @@ export async function restoreScenario(
       const r = b.tasks[0]!.result;
       if (r.state !== 'completed')
         throw new Error(`restore bench ${kind.name} ${chain}: ${r.state}${'error' in r ? ` ${String(r.error)}` : ''}`);
+      // What the restore folds (restore/chain.ts): the base, every spanEvery-th delta, then the rest.
+      const read = [0];
+      for (let i = 1; i <= chain; i++) if (i % spanEvery === 0 || i > chain - (chain % spanEvery)) read.push(i);
       results.push({
         workload,
         size,
         store: kind.name,
         chain,
+        spanEvery,
         chainBytes: sizes.slice(0, seq).reduce((a, b2) => a + b2, 0),
+        objects: read.length,
+        bytesRead: read.reduce((n, i) => n + sizes[i]!, 0),
         latency: fromTinybench(r.latency),
       });
       progress.note(
-        `restore ${kind.name} chain ${chain}: p50 ${r.latency.p50.toFixed(2)} ms (n ${r.latency.samplesCount})`,
+        `restore ${kind.name} chain ${chain}${spanEvery > 1 ? ` spanEvery ${spanEvery}` : ''}: p50 ${r.latency.p50.toFixed(2)} ms (n ${r.latency.samplesCount})`,
       );
     }
   }
