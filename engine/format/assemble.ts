@@ -11,7 +11,7 @@ import { NONE, WRITE_COMPRESSION } from './compression.js';
 export const MAGIC = 0x444c4653; // "SFLD" read as u32 LE
 export const FIXED = 20;
 export const TRAILER = 4;
-/** Flags byte: the body is sealed (AES-256-GCM); only in format version 3. */
+/** Flags byte: the body is sealed (AES-256-GCM); only in format versions 3 and 4. */
 export const FLAG_SEALED = 1;
 /** Flags byte, with FLAG_SEALED: the ciphertext starts with a secret header (meta, ledger) and its length. */
 export const FLAG_SECRET = 2;

@@ -45,7 +45,7 @@ import {
   type FrameHeader,
 } from './header.js';
 import { SPAN_VERSION } from './span.js';
-import { isKeyId, unavailable, type Keyring, type SealingKey } from './keyring.js';
+import { unavailable, type Keyring, type SealingKey } from './keyring.js';
 import { decodeValue, encodeValue } from './values.js';
 
 export type { FrameHeader } from './header.js';

@@ -24,7 +24,6 @@ import {
   assertPrefix,
   channelToPlain,
   type ItemCache,
-  fromPlain,
   parseStream,
   streamOf,
   threadPrefix,

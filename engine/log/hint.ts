@@ -80,7 +80,7 @@ export async function newestView(
       throw new StatefoldError(
         'CORRUPT',
         `stream ${JSON.stringify(keys.stream)}: a hint says seq ${hint} was committed as a base, but no object from seq ${hint} on is left (the newest objects were deleted?)`,
-        { stream: keys.stream, seq: hint, key: keys.hint(hint) },
+        { stream: keys.stream, seq: hint, key: keys.hint(hint, hinted.span) },
       );
     }
     if (log.slots[0]?.seq === hint) {

@@ -12,7 +12,6 @@ import { StatefoldError, isStatefoldError } from '../errors.js';
 import { decodePayload, payloadBytes, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
 import type { LedgerEntry } from '../format/header.js';
 import type { Encryption } from '../format/keyring.js';
-import type { Op } from '../format/ops.js';
 import { committedView, type CommittedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
