@@ -22,7 +22,6 @@ import {
   type Interval,
   type ThroughputResult,
 } from './scenarios.js';
-import { REMOTE_SPAN_EVERY } from 'statefold';
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { historyScenario } from './history.js';
@@ -35,6 +34,9 @@ import type { WorkloadName } from './workload.js';
 import { WORKLOADS } from './workloads.js';
 
 type Mode = 'full' | 'quick' | 'smoke';
+
+/** The `policy.spanEvery` the README suggests for S3 (span deltas are opt-in). */
+const S3_SPAN_EVERY = 8;
 
 interface Plan {
   /** State sizes per workload for the stall, bytes and restore runs (the headline workload first). */
@@ -394,8 +396,8 @@ async function main(): Promise<void> {
       );
     }
     if (typeof s3 !== 'string') {
-      // Without span deltas, and with S3Store's default spanEvery.
-      for (const spanEvery of [1, REMOTE_SPAN_EVERY]) {
+      // Without span deltas (the default), and with the spanEvery the README suggests for S3.
+      for (const spanEvery of [1, S3_SPAN_EVERY]) {
         progress.begin(
           `restore: ${headline} ${plan.s3.size / K} KB, chains ${plan.s3.chains.join(', ')}, s3 store, spanEvery ${spanEvery}`,
         );

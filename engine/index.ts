@@ -27,7 +27,7 @@ export type { ForkOptions, ForkInfo } from './ops/fork.js';
 export type { ListStreamsOptions } from './ops/streams.js';
 export type { DiffOptions, PatchOperation } from './ops/diff.js';
 export type { Retention, GcReport, GcOptions } from './retention.js';
-export { DEFAULT_POLICY, REMOTE_SPAN_EVERY } from './policy.js';
+export { DEFAULT_POLICY } from './policy.js';
 export type { UpdateMode } from './capture/index.js';
 export { StatefoldError, isStatefoldError } from './errors.js';
 export type { ErrorCode, StatefoldErrorDetails } from './errors.js';

@@ -94,7 +94,7 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
   const { store } = options;
   assertStore(store, 'SnapshotEngine.open');
   const keys = new StreamKeys(options.stream);
-  const policy = resolvePolicy(options.policy, store.remote === true);
+  const policy = resolvePolicy(options.policy);
   const updates = options.updates ?? 'copy';
   if (updates !== 'copy' && updates !== 'immutable') {
     throw new StatefoldError(

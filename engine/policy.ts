@@ -17,9 +17,9 @@ export interface Policy {
    * Every this many deltas after a base, a span delta: a delta that also carries the operations
    * of the deltas since the previous span delta, so that a restore reads the base, the span
    * deltas and at most `spanEvery - 1` plain deltas instead of the whole chain, at the cost of
-   * storing each delta's operations about twice. 1 turns spans off. Default 8 on a store that
-   * declares itself remote (`store.remote`, S3Store), where each read is a network round trip;
-   * 1 otherwise.
+   * storing each delta's operations about twice. Default 1 (off): span deltas are frame format
+   * version 4, which earlier statefold cannot read (CORRUPT, "version 4 is not supported"), so turn
+   * them on (8 suits S3) once every reader of the store runs a statefold that reads them.
    */
   spanEvery?: number;
   /** `step()` checkpoints when this many milliseconds have passed since the last checkpoint. Default 1,000. */
@@ -37,7 +37,7 @@ export interface Policy {
 /** A policy with every default filled in. */
 export type ResolvedPolicy = Required<Policy>;
 
-/** The defaults, as documented in the README (`spanEvery` on a local store; see REMOTE_SPAN_EVERY). */
+/** The defaults, as documented in the README. */
 export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
   baseEvery: 32,
   maxDeltaRatio: 1,
@@ -47,19 +47,12 @@ export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
   maxPendingBytes: Infinity,
 });
 
-/** `spanEvery` by default on a store that declares itself remote. */
-export const REMOTE_SPAN_EVERY = 8;
-
-/**
- * Fills defaults (those of a remote store when `remote`) and rejects malformed values with
- * INVALID_ARGUMENT.
- */
-export function resolvePolicy(policy: Policy | undefined, remote = false): ResolvedPolicy {
-  const defaults = remote ? Object.freeze({ ...DEFAULT_POLICY, spanEvery: REMOTE_SPAN_EVERY }) : DEFAULT_POLICY;
-  if (policy === undefined) return defaults;
+/** Fills defaults and rejects malformed values with INVALID_ARGUMENT. */
+export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
+  if (policy === undefined) return DEFAULT_POLICY;
   if (policy === null || typeof policy !== 'object')
     throw new StatefoldError('INVALID_ARGUMENT', 'policy: must be an object');
-  const out = { ...defaults };
+  const out = { ...DEFAULT_POLICY };
   const positive = (name: keyof Policy, integer: boolean, allowInfinity: boolean): void => {
     const v = policy[name];
     if (v === undefined) return;

@@ -37,12 +37,6 @@ export interface Store {
    * crashed, empty directories). `deleteStream` calls it once every key under `prefix` is deleted.
    */
   removeLeftovers?(prefix: string, options?: StoreOptions): Promise<void>;
-  /**
-   * Optional: true when every request crosses a network (S3Store), so a read costs a round trip.
-   * The engine then writes span deltas by default (`policy.spanEvery`), trading stored bytes for
-   * fewer reads per restore. A store that wraps another should pass its value on.
-   */
-  readonly remote?: boolean;
 }
 
 /** Options every store operation takes. */

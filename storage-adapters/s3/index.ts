@@ -89,8 +89,6 @@ export class S3Store implements Store {
   readonly prefix: string;
   /** The client the store sends its requests with. */
   readonly client: S3Client;
-  /** Every request crosses a network: engines write span deltas by default (see Store.remote). */
-  readonly remote = true;
   readonly #ownsClient: boolean;
   readonly #multipartThreshold: number;
   readonly #parts: PartSettings;

@@ -304,14 +304,19 @@ describe('span deltas', () => {
     }
   });
 
-  it('defaults spanEvery to 8 on a store that declares itself remote, and to 1 otherwise', async () => {
+  it('is off by default on every store (older statefold cannot read span deltas), and rejects a bad spanEvery', async () => {
     const local = new MemoryStore();
-    const remote = Object.assign(new HookStore(new MemoryStore()), { remote: true });
-    const a = await SnapshotEngine.open({ store: local, stream: STREAM });
-    const b = await SnapshotEngine.open({ store: remote, stream: STREAM });
-    const c = await SnapshotEngine.open({ store: remote, stream: 'other', policy: { spanEvery: 1 } });
-    expect([a.policy.spanEvery, b.policy.spanEvery, c.policy.spanEvery]).toEqual([1, 8, 1]);
-    await Promise.all([a.close(), b.close(), c.close()]);
+    const engine = await SnapshotEngine.open<S>({ store: local, stream: STREAM, policy: LONG });
+    expect(engine.policy.spanEvery).toBe(1);
+    await write(engine, 20, 1, new Map());
+    await engine.close();
+    // No span delta, no span length in any header, nothing but versions 1 and 2.
+    for (const key of await local.list('')) {
+      const bytes = (await local.get(key))!;
+      if (bytes.byteLength >= 20 && Buffer.from(bytes).toString('latin1', 0, 4) === 'SFLD')
+        expect([1, 2], key).toContain(bytes[4]);
+    }
+    expect((await local.list('')).some((k) => k.split('/hint/')[1]?.includes('.'))).toBe(false);
     await expect(SnapshotEngine.open({ store: local, stream: STREAM, policy: { spanEvery: 0 } })).rejects.toMatchObject(
       { code: 'INVALID_ARGUMENT', message: expect.stringContaining('policy.spanEvery') },
     );

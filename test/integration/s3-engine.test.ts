@@ -13,6 +13,7 @@ import {
 import type { S3Store } from 'statefold/s3';
 import { holdingCanary, writeCanaryStream } from '../support/canary.js';
 import { flipByte } from '../support/damage.js';
+import { HookStore } from '../support/hook-store.js';
 import { listAll, removePrefix } from '../support/s3-cleanup.js';
 import { s3Client, s3Store, s3TestEnv, type S3TestEnv } from '../support/s3-env.js';
 import { mulberry32 } from '../support/prng.mjs';
@@ -77,6 +78,38 @@ function defineSuite(env: S3TestEnv): void {
   };
 
   describe('engine on s3', () => {
+    it('with span deltas (spanEvery 8), restores every seq and reads base + span deltas + tail', async () => {
+      const s = store(prefixFor('spans'));
+      const policy = { baseEvery: 1_000, maxDeltaRatio: Infinity, spanEvery: 8 };
+      const rand = mulberry32(7);
+      const state = initial();
+      const states = new Map<number, AgentState>();
+      let engine = await SnapshotEngine.open<AgentState>({ store: s, stream: 'spans', policy });
+      for (let i = 0; i < 30; i++) {
+        // Reopened mid-chain once: the next span delta is built from what the reopen read.
+        if (i === 13) {
+          await engine.close();
+          engine = await SnapshotEngine.open<AgentState>({ store: store(s.prefix), stream: 'spans', policy });
+        }
+        advance(state, rand);
+        states.set((await engine.checkpoint(state)).seq, structuredClone(state));
+      }
+      await engine.close();
+      let gets = 0;
+      const counted = new HookStore(
+        store(s.prefix),
+        (op, key) => void (op === 'get' && key.includes('/log/') && gets++),
+      );
+      const latest = await restore<AgentState>(counted, 'spans');
+      expect(latest.state).toEqual(states.get(30));
+      // Base 1, span deltas 9, 17 and 25, then 26-30.
+      expect(gets).toBe(9);
+      for (const [seq, want] of states) expect((await restore<AgentState>(s, 'spans', { seq })).state).toEqual(want);
+      const report = await verifyStream(s, 'spans');
+      expect(report.damaged).toEqual([]);
+      expect(report.intact).toHaveLength(30);
+    });
+
     it('checkpoints, restores the newest and any earlier seq, and lists the checkpoints', async () => {
       const s = store(prefixFor('basic'));
       const engine = await SnapshotEngine.open<AgentState>({ store: s, stream: 'agent-42', policy: { baseEvery: 32 } });
