@@ -1,8 +1,9 @@
 /**
  * verifyStream: every retained checkpoint of a stream read, verified and folded, the way a restore
  * of each would, in one pass: a report of what restores and what does not, never a throw for
- * damage. Objects are read a window at a time and one state is held at a time, so memory stays
- * bounded whatever the history.
+ * damage. Objects are read a window at a time and one state is held at a time (two in a chain
+ * with span deltas: a copy at the last span position, so that a jump over a damaged delta is
+ * verified as restore would read it), so memory stays bounded whatever the history.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Store } from '../../storage-adapters/store.js';
@@ -19,6 +20,7 @@ import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
 import { corrupt, opsOf, spanParts } from '../restore/chain.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
+import { thaw } from '../capture/index.js';
 
 /** Options of `verifyStream`. */
 export interface VerifyOptions {
@@ -72,6 +74,18 @@ interface SpanTrack {
 }
 
 /**
+ * The newest span position (or base) folded intact, with a copy of its state: a span delta that
+ * jumps from it restores even when a delta between them is damaged, as restore would read it.
+ */
+interface Position {
+  base: number;
+  seq: number;
+  crc: number;
+  state: unknown;
+  ledger: Ledger;
+}
+
+/**
  * Checks every retained checkpoint of `stream`: reads and verifies each object, checks each delta's
  * link to its base and parent, and folds each chain. Rejects only for what is not damage (the store
  * failing, a missing key, an abort); damage is reported.
@@ -106,6 +120,7 @@ export async function verifyStream(store: Store, stream: string, options: Verify
   const bySeq = new Map(slots.map((s) => [s.seq, s]));
   const window = options.concurrency ?? 16;
   let chain: Chain | undefined;
+  let position: Position | undefined;
   /** The damage that broke the chain being folded, until the next base. */
   let broken: StatefoldError | undefined;
   for (let from = first; from <= newest; from += window) {
@@ -128,7 +143,10 @@ export async function verifyStream(store: Store, stream: string, options: Verify
         // Its own failure (a base, or a delta on an intact chain) breaks the chain; a delta of a chain
         // already broken only reports the seq that broke it.
         const own = chain !== undefined || got.kind === 'base';
-        const result = fold(keys, bySeq.get(seq)!, got, chain, broken);
+        const result =
+          chain === undefined && got.kind === 'delta' && jumpsFrom(got, position)
+            ? jump(keys, bySeq.get(seq)!, got, position!)
+            : fold(keys, bySeq.get(seq)!, got, chain, broken);
         if (result instanceof StatefoldError) {
           report.damaged.push({ seq, error: result });
           if (own) broken = result;
@@ -136,6 +154,10 @@ export async function verifyStream(store: Store, stream: string, options: Verify
         } else {
           chain = result;
           broken = undefined;
+          // A copy of the state at each span position (and base), for jumps over later damage.
+          const every = got.header.span;
+          if (every !== undefined && (seq - result.base) % every === 0)
+            position = { base: result.base, seq, crc: got.crc, state: thaw(result.state), ledger: result.ledger };
           report.intact.push(seq);
           report.newestIntact = seq;
         }
@@ -165,6 +187,48 @@ async function readOne(
     return frame;
   } catch (err) {
     if (vanished(err)) return 'gone';
+    if (isStatefoldError(err, 'CORRUPT')) return err;
+    throw err;
+  }
+}
+
+/** Whether `frame` is a span delta that jumps from `position` (same chain, its checksum). */
+function jumpsFrom(frame: Frame, position: Position | undefined): boolean {
+  return (
+    position !== undefined &&
+    frame.version === SPAN_VERSION &&
+    frame.header.baseSeq === position.base &&
+    frame.header.jump === position.seq &&
+    frame.header.jumpCrc === position.crc
+  );
+}
+
+/** Folds a span delta onto a copy of the state at the position it jumps from, as restore does. */
+function jump(keys: StreamKeys, slot: Slot, frame: Frame, position: Position): Chain | StatefoldError {
+  const seq = slot.seq;
+  const key = tailKey(slot);
+  const origin = { stream: keys.stream, seq, key };
+  try {
+    const raws = spanParts(frame, origin);
+    if (raws.length !== seq - position.seq)
+      return corrupt(
+        keys.stream,
+        seq,
+        key,
+        `span delta holds ${raws.length} operation lists for ${seq - position.seq} seqs`,
+      );
+    let state = thaw(position.state);
+    for (const raw of raws) state = applyOps(state, opsOf(raw, origin), frame.version);
+    let ledger: Ledger;
+    try {
+      ledger = applyEntries(applyEntries(position.ledger, frame.header.spanLedger), frame.header.ledger);
+    } catch (err) {
+      return corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
+    }
+    return { base: position.base, state, ledger, last: frame, span: { seq, crc: frame.crc, raws: [], ledger: [] } };
+  } catch (err) {
+    if (err instanceof PatchMismatch)
+      return corrupt(keys.stream, seq, key, `delta does not apply: ${err.message}`, err);
     if (isStatefoldError(err, 'CORRUPT')) return err;
     throw err;
   }
