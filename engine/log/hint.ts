@@ -8,6 +8,7 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
 import type { Frame, FrameReading } from '../format/frame.js';
+import { spanPath } from '../format/span.js';
 import { committedView, type CommittedView } from './committed.js';
 import type { StreamKeys } from './keys.js';
 import { listLog, tailKey, type Slot } from './listing.js';
@@ -54,9 +55,8 @@ export async function readHint(
  */
 function pathOf(slots: Slot[], base: number, span: number | undefined): Slot[] {
   if (span === undefined) return slots;
-  const last = slots[slots.length - 1]!.seq;
-  const lastPoint = last - ((last - base) % span);
-  return slots.filter((s) => s.seq >= lastPoint || (s.seq - base) % span === 0);
+  const path = new Set(spanPath(base, span, slots[slots.length - 1]!.seq));
+  return slots.filter((s) => path.has(s.seq));
 }
 
 /**

@@ -10,7 +10,7 @@ import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertStore, readingOf } from '../args.js';
 import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
-import { decodePayload, payloadBytes, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
+import { decodePayload, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
 import type { LedgerEntry } from '../format/header.js';
 import type { Encryption } from '../format/keyring.js';
 import { committedView, type CommittedView } from '../log/committed.js';
@@ -18,7 +18,7 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
-import { corrupt, opsOf, spanParts } from '../restore/chain.js';
+import { corrupt, opLists, opsOf, spanParts } from '../restore/chain.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
 import { thaw } from '../capture/index.js';
 
@@ -277,7 +277,7 @@ function fold(
         key,
         `delta does not apply to the stored seq ${seq - 1} (parent checksum differs)`,
       );
-    const raws = frame.version === SPAN_VERSION ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
+    const raws = opLists(frame, origin);
     const own = raws[raws.length - 1]!;
     // A span delta is checked against the deltas it spans, which restores of later seqs skip.
     const spanned = chain.span;

@@ -19,7 +19,7 @@ import {
   type FrameReading,
 } from '../format/frame.js';
 import type { LedgerEntry } from '../format/header.js';
-import { decodeSpan } from '../format/span.js';
+import { decodeSpan, spanPath } from '../format/span.js';
 import type { Op } from '../format/ops.js';
 import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
@@ -127,12 +127,12 @@ export async function readChain<S>(
   const kind = checkpointKind(last, keys, target, lastKey);
   const baseSeq = last.header.baseSeq!;
   const every = last.header.span;
-  // The seqs a restore folds: the base, each span position after it, then the deltas after the last
-  // position; a position whose frame is not a span delta from the one before is read seq by seq.
-  const points = [baseSeq];
-  if (every !== undefined) for (let s = baseSeq + every; s <= target; s += every) points.push(s);
-  const lastPoint = points[points.length - 1]!;
-  const plan = [...points, ...range(lastPoint + 1, target + 1)].filter((s) => s !== target);
+  const atPosition = (s: number): boolean => (every === undefined ? s === baseSeq : (s - baseSeq) % every === 0);
+  // The seqs a restore folds (format/span.ts); a span position whose frame is not a span delta
+  // from the position before is read around, seq by seq.
+  const path = spanPath(baseSeq, every, target);
+  const points = path.filter(atPosition);
+  const plan = path.filter((s) => s !== target);
   const read = new Map<number, Frame>([[target, last]]);
   const fetch = async (seqs: number[]): Promise<void> => {
     const frames = await mapLimit(seqs, options.concurrency ?? 64, (s) => frameAt(s));
@@ -171,15 +171,12 @@ export async function readChain<S>(
   });
   let state = decodePayload(steps[0]!.frame, { stream, key: steps[0]!.key, seq: baseSeq });
   let ledger = applyLedger(steps[0]!.frame, keys, baseSeq, steps[0]!.key, EMPTY_LEDGER);
-  // What a writer going on from here needs for its next span delta: the operations since the last position.
-  let span: SpanHead | undefined =
-    every === undefined
-      ? undefined
-      : { every, seq: baseSeq, crc: steps[0]!.frame.crc, raws: [], ledger: [], deltaBytes: 0 };
-  let deltaBytes = 0;
+  // Per step: its own operations (msgpack) and the delta bytes folded up to it, for the writer's span head.
+  const owns: Uint8Array[] = [new Uint8Array(0)];
+  const folded = [0];
   for (const { seq: s, frame, key, jump } of steps.slice(1)) {
     const origin = { stream, key, seq: s };
-    const raws = frame.version === SPAN_VERSION ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
+    const raws = opLists(frame, origin);
     if (jump && raws.length !== s - frame.header.jump!)
       throw corrupt(
         stream,
@@ -195,16 +192,23 @@ export async function readChain<S>(
       if (err instanceof PatchMismatch) throw corrupt(stream, s, key, `delta does not apply: ${err.message}`, err);
       throw err;
     }
-    deltaBytes += frame.bytes;
-    if (span === undefined) continue;
-    if (s <= lastPoint && (s - baseSeq) % span.every === 0)
-      span = { every: span.every, seq: s, crc: frame.crc, raws: [], ledger: [], deltaBytes };
-    else
-      span = {
-        ...span,
-        raws: [...span.raws, raws[raws.length - 1]!],
-        ledger: [...span.ledger, ...(frame.header.ledger ?? [])],
-      };
+    owns.push(raws[raws.length - 1]!);
+    folded.push(folded[folded.length - 1]! + frame.bytes);
+  }
+  // What a writer going on from here needs for its next span delta: the last position, and the
+  // operations and ledger changes of the steps after it.
+  let span: SpanHead | undefined;
+  if (every !== undefined) {
+    const p = steps.findLastIndex(({ seq: s }) => atPosition(s));
+    const after = steps.slice(p + 1);
+    span = {
+      every,
+      seq: steps[p]!.seq,
+      crc: steps[p]!.frame.crc,
+      raws: owns.slice(p + 1),
+      ledger: after.flatMap(({ frame }) => frame.header.ledger ?? []),
+      deltaBytes: folded[p]!,
+    };
   }
   const restored: Restored<S> = {
     state: state as S,
@@ -223,7 +227,7 @@ export async function readChain<S>(
     crc: last.crc,
     baseSeq,
     baseBytes: steps[0]!.frame.bytes,
-    deltaBytes,
+    deltaBytes: folded[folded.length - 1]!,
     span,
     // A copy: the decoded header's bytes may be a view into the whole frame.
     metaBytes: meta === undefined ? undefined : new Uint8Array(meta),
@@ -262,10 +266,17 @@ export function spanParts(frame: Frame, origin: FrameOrigin): Uint8Array[] {
   }
 }
 
+/**
+ * A delta's operation lists (msgpack), one per seq it spans: its own is the last (for a plain
+ * delta, the only one).
+ */
+export function opLists(frame: Frame, origin: FrameOrigin): Uint8Array[] {
+  return frame.version === SPAN_VERSION ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
+}
+
 /** A delta's own operations, on the seq before it (for a span delta, the last list it holds). */
 export function ownOps(frame: Frame, origin: FrameOrigin): Op[] {
-  const raw = frame.version === SPAN_VERSION ? spanParts(frame, origin).at(-1)! : payloadBytes(frame, origin);
-  return opsOf(raw, origin);
+  return opsOf(opLists(frame, origin).at(-1)!, origin);
 }
 
 /** The operations a delta's msgpack holds; CORRUPT when it is not a list. */
@@ -274,12 +285,6 @@ export function opsOf(raw: Uint8Array, origin: FrameOrigin): Op[] {
   if (!Array.isArray(ops))
     throw corrupt(origin.stream, origin.seq, origin.key, 'delta payload is not a list of operations');
   return ops as Op[];
-}
-
-function range(from: number, to: number): number[] {
-  const out: number[] = [];
-  for (let s = from; s < to; s++) out.push(s);
-  return out;
 }
 
 /** A checkpoint frame's kind; CORRUPT for a fence where a checkpoint belongs. */
@@ -303,4 +308,10 @@ export function corrupt(stream: string, seq: number, key: string, why: string, c
     key,
     cause,
   });
+}
+
+function range(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let s = from; s < to; s++) out.push(s);
+  return out;
 }
