@@ -207,12 +207,12 @@ function myers(
   return steps.reverse();
 }
 
-const ID_KEYS = ['id', 'key', 'uuid', '_id'] as const;
-
 /**
  * True when two elements carry the same identity field (`id`, `key`, `uuid` or `_id`, a string or
- * a number): messages, plan steps and tool calls usually do, and then an element changed in place
- * is still recognised as the same element.
+ * a number; the first of them `a` has decides): messages, plan steps and tool calls usually do,
+ * and then an element changed in place is still recognised as the same element. The fields are
+ * read by name, not from a list of keys: named reads are what keep it cheap on every element
+ * position an alignment compares.
  */
 export function sameIdentity(a: unknown, b: unknown): boolean {
   if (
@@ -224,24 +224,29 @@ export function sameIdentity(a: unknown, b: unknown): boolean {
     Array.isArray(b)
   )
     return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  for (const key of ID_KEYS) {
-    const id = x[key];
-    if (id === undefined) continue;
-    return (typeof id === 'string' || typeof id === 'number') && Object.is(id, y[key]);
-  }
+  const x = a as { id?: unknown; key?: unknown; uuid?: unknown; _id?: unknown };
+  const y = b as typeof x;
+  if (x.id !== undefined) return sameId(x.id, y.id);
+  if (x.key !== undefined) return sameId(x.key, y.key);
+  if (x.uuid !== undefined) return sameId(x.uuid, y.uuid);
+  if (x._id !== undefined) return sameId(x._id, y._id);
   return false;
+}
+
+function sameId(id: unknown, other: unknown): boolean {
+  return (typeof id === 'string' || typeof id === 'number') && Object.is(id, other);
 }
 
 /**
  * Whether the caller's `b` holds what the captured value `a` holds, as statefold stores values
- * (-0 is not 0; undefined in an array is null, an undefined property is absent). It only guides
- * alignment: kept pairs are diffed anyway, so it never decides what is stored. The walk follows
- * `a`, a finite captured tree, so a cycle in `b` cannot make it loop.
+ * (-0 is not 0; undefined in an array is null, an undefined property is absent). Copy mode
+ * relies on it being exact: a pair it calls equal is taken as the captured node, without a diff.
+ * The walk follows `a`, a finite captured tree, so a cycle in `b` cannot make it loop.
  */
 export function deepEqual(a: unknown, b: unknown, budget?: { left: number }): boolean {
   if (budget !== undefined && --budget.left < 0) return false;
+  // Same reference: a captured node is frozen all the way down, so it holds what it held (-0 is not 0).
+  if (a === b) return typeof a !== 'number' || a !== 0 || 1 / a === 1 / (b as number);
   if (typeof a !== 'object' || a === null) return Object.is(a, b);
   if (typeof b !== 'object' || b === null) return false;
   const proto = Object.getPrototypeOf(b);
@@ -258,12 +263,18 @@ export function deepEqual(a: unknown, b: unknown, budget?: { left: number }): bo
   if (proto !== Object.prototype && proto !== null) return false;
   const x = a as Record<string, unknown>;
   const y = b as Record<string, unknown>;
+  // for-in with an own-key check reads the keys without allocating an array of them (many engines
+  // per process make that allocation a measurable share of a capture).
   let count = 0;
-  for (const key of Object.keys(y)) {
+  for (const key in y) {
+    if (!hasOwn.call(y, key)) continue;
     const item = y[key];
     if (item === undefined) continue;
     count++;
-    if (!Object.prototype.hasOwnProperty.call(x, key) || !deepEqual(x[key], item, budget)) return false;
+    if (!hasOwn.call(x, key) || !deepEqual(x[key], item, budget)) return false;
   }
-  return count === Object.keys(x).length;
+  for (const key in x) if (hasOwn.call(x, key)) count--;
+  return count === 0;
 }
+
+const hasOwn = Object.prototype.hasOwnProperty;

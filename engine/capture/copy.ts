@@ -200,7 +200,13 @@ function diffCopyArray(prev: readonly unknown[], next: unknown[], walk: Walk): u
     sameIdentity(a, b) || deepEqual(a, b === undefined ? null : b, budget);
   const out: unknown[] = prev.slice(0, lo);
   const diff: ElementDiff = {
-    keep: (from, to) => void out.push(diffCopy(prev[from], item(to), walk)),
+    // Most kept pairs are unchanged: an equality walk (no paths, no copies) settles those, and
+    // only a changed pair is walked again to emit its operations.
+    keep: (from, to) => {
+      const before = prev[from];
+      const after = item(to);
+      out.push(deepEqual(before, after) ? before : diffCopy(before, after, walk));
+    },
     insert: (to) => {
       const copy = cloneInto(item(to), walk);
       out.push(copy);

@@ -199,3 +199,64 @@ describe('arrays: cost stays linear in depth', () => {
     });
   }
 });
+
+describe('arrays: copy mode takes an unchanged kept element as captured, and only that', () => {
+  it('stores every in-place change inside elements the window slides past (-0, undefined, Date, bytes, nested)', async () => {
+    type Msg = { id: number; body: { n: number; tags: string[]; at: Date; raw: Uint8Array; note?: string } };
+    const make = (id: number): Msg => ({
+      id,
+      body: { n: 0, tags: ['a', 'b'], at: new Date(1_000 * id), raw: Uint8Array.of(id, 1, 2), note: `m${id}` },
+    });
+    const store = new MemoryStore();
+    const engine = await SnapshotEngine.open<{ messages: Msg[] }>({
+      store,
+      stream: 'kept',
+      policy: { baseEvery: 1000, maxDeltaRatio: Infinity },
+    });
+    const state = { messages: Array.from({ length: 12 }, (_, i) => make(i)) };
+    await engine.checkpoint(state);
+    // Each step slides the window by one and changes one element it keeps, in place, one way each.
+    const changes: ((m: Msg) => void)[] = [
+      (m) => (m.body.n = -0),
+      (m) => (m.body.note = undefined),
+      (m) => m.body.at.setTime(m.body.at.getTime() + 1),
+      (m) => (m.body.raw[1] = 99),
+      (m) => m.body.tags.push('c'),
+      (m) => (m.body.tags[0] = 'z'),
+    ];
+    const expected: { n: number; note: string | undefined; at: number; raw: number[]; tags: string[] }[][] = [];
+    for (let step = 0; step < changes.length; step++) {
+      state.messages.shift();
+      state.messages.push(make(100 + step));
+      changes[step]!(state.messages[5]!);
+      const info = await engine.checkpoint(state);
+      expect(info.kind, `step ${step}`).toBe('delta');
+      expected.push(
+        state.messages.map((m) => ({
+          n: m.body.n,
+          note: m.body.note,
+          at: m.body.at.getTime(),
+          raw: [...m.body.raw],
+          tags: [...m.body.tags],
+        })),
+      );
+    }
+    await engine.close();
+    for (let step = 0; step < changes.length; step++) {
+      const restored = (await restore<{ messages: Msg[] }>(store, 'kept', { seq: step + 2 })).state;
+      const got = restored.messages.map((m) => ({
+        n: m.body.n,
+        note: m.body.note,
+        at: m.body.at.getTime(),
+        raw: [...m.body.raw],
+        tags: [...m.body.tags],
+      }));
+      expect(got, `seq ${step + 2}`).toEqual(expected[step]);
+      // -0 survives as -0 (toEqual alone would not tell it from 0).
+      expect(
+        got.map((m) => Object.is(m.n, -0)),
+        `seq ${step + 2}`,
+      ).toEqual(expected[step]!.map((m) => Object.is(m.n, -0)));
+    }
+  });
+});
