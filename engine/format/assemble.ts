@@ -34,7 +34,9 @@ export interface Seal {
 /**
  * Builds a frame from its kind code, format version, encoded header and raw payload; sealed with
  * `seal.key` when given (the header then holds only what readers need without the key, and
- * `seal.secret` the rest).
+ * `seal.secret` the rest). `transferable`: the frame gets an ArrayBuffer of its own, which a
+ * worker can transfer; otherwise a small frame is a slice of Node's buffer pool, one allocation
+ * fewer per checkpoint (with thousands of engines per process, those allocations add up).
  */
 export function assembleFrame(
   kindCode: number,
@@ -42,6 +44,7 @@ export function assembleFrame(
   head: Uint8Array,
   raw: Uint8Array,
   seal?: Seal,
+  transferable = false,
 ): Uint8Array {
   const compressed = WRITE_COMPRESSION.compress(raw);
   const compression = compressed === undefined ? NONE : WRITE_COMPRESSION;
@@ -52,8 +55,7 @@ export function assembleFrame(
       ? payload.byteLength
       : SEAL_OVERHEAD + (secret ? SECRET_LENGTH_BYTES + seal.secret.byteLength : 0) + payload.byteLength;
   const total = FIXED + head.byteLength + body + TRAILER;
-  // A buffer of its own (never a slice of Node's shared pool), so the frame worker can transfer it.
-  const frame = Buffer.allocUnsafeSlow(total);
+  const frame = transferable ? Buffer.allocUnsafeSlow(total) : Buffer.allocUnsafe(total);
   frame.writeUInt32LE(MAGIC, 0);
   frame[4] = version;
   frame[5] = kindCode;

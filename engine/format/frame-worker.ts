@@ -21,7 +21,7 @@ export type FrameReply = { id: number; frame: Uint8Array } | { id: number; error
 parentPort?.on('message', (job: FrameJob) => {
   let reply: FrameReply;
   try {
-    reply = { id: job.id, frame: assembleFrame(job.kind, job.version, job.head, job.raw, job.seal) };
+    reply = { id: job.id, frame: assembleFrame(job.kind, job.version, job.head, job.raw, job.seal, true) };
   } catch (err) {
     parentPort!.postMessage({ id: job.id, error: String((err as Error)?.message ?? err) } satisfies FrameReply);
     return;
