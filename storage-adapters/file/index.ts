@@ -1,10 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError } from '../errors.js';
 import { abortedError, assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
+import { removeTemps, tempOf } from './temps.js';
 import { createLayout, isShard, readLayout, shardOf, shardPrefix, type Layout } from './layout.js';
+import { DEFAULT_WRITE_THREADS, WriteThreadUnavailable, createPool } from './create-pool.js';
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {
@@ -15,10 +16,16 @@ export interface FileStoreOptions {
    * checkpoint that resolved survives a power loss. `false` survives a process crash only.
    */
   fsync?: boolean;
+  /**
+   * Most threads that write objects at once: worker threads that make blocking fsync calls, shared
+   * by every FileStore of the process, started one at a time as writes in flight need them (the
+   * process keeps at most the largest number any FileStore asked for). Default 16. More threads keep
+   * more fsyncs in flight, which the filesystem commits together: with thousands of engines on one
+   * store, ~6,100 objects/s from 16 threads here against ~4,300/s from 4. `0`: writes go through
+   * Node's own fs, on its thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise).
+   */
+  writeThreads?: number;
 }
-
-/** Marks temp files; `#` never occurs in a store key, so list never reports them. */
-const TEMP_MARK = '#';
 
 /**
  * A store on the local filesystem, the embedded default: one file per object, at
@@ -30,6 +37,7 @@ const TEMP_MARK = '#';
 export class FileStore implements Store {
   readonly dir: string;
   readonly #fsync: boolean;
+  readonly #writeThreads: number;
   readonly #knownDirs = new Set<string>();
   /** The directory's layout once known for good (a marker, or objects without one). */
   #layout: Layout | undefined;
@@ -40,6 +48,14 @@ export class FileStore implements Store {
     }
     this.dir = path.resolve(options.dir);
     this.#fsync = options.fsync ?? true;
+    const threads = options.writeThreads ?? DEFAULT_WRITE_THREADS;
+    if (!Number.isSafeInteger(threads) || threads < 0) {
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `new FileStore: options.writeThreads must be a whole number of threads, 0 or more (got ${String(threads)})`,
+      );
+    }
+    this.#writeThreads = threads;
   }
 
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -58,11 +74,49 @@ export class FileStore implements Store {
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     assertKey('putIfAbsent', key);
     throwIfAborted('putIfAbsent', key, options?.signal);
-    let temp = '';
     try {
       const file = this.#path(key, await this.#layoutOf(true));
       const dir = path.dirname(file);
-      temp = `${file}${TEMP_MARK}${randomBytes(6).toString('hex')}.tmp`;
+      if (this.#writeThreads > 0 && createPool.available) {
+        const created = await this.#createOnThread(file, dir, body);
+        if (created !== undefined) return created;
+      }
+      return await this.#createHere(file, dir, key, body, options);
+    } catch (err) {
+      throw storageError('putIfAbsent', key, err);
+    }
+  }
+
+  /**
+   * Creates the object on a write thread (create-pool.ts), as #createHere would; undefined when no
+   * thread could run it. Once the write is handed over, an abort no longer stops it.
+   */
+  async #createOnThread(file: string, dir: string, body: Uint8Array): Promise<boolean | undefined> {
+    await this.#ensureDir(dir);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // The thread removes its temp file itself, whatever happens.
+        return await createPool.create({ temp: tempOf(file), file, dir, body, fsync: this.#fsync }, this.#writeThreads);
+      } catch (err) {
+        if (err instanceof WriteThreadUnavailable) return undefined;
+        if (!isMissing(err) || attempt > 0) throw err;
+        // The directory was removed behind our back (another process cleaned up): make it again.
+        this.#knownDirs.delete(dir);
+        await this.#ensureDir(dir);
+      }
+    }
+  }
+
+  /** Creates the object with Node's fs, on its thread pool: temp file, fsync, link, directory fsync. */
+  async #createHere(
+    file: string,
+    dir: string,
+    key: string,
+    body: Uint8Array,
+    options?: StoreOptions,
+  ): Promise<boolean> {
+    const temp = tempOf(file);
+    try {
       const handle = await this.#openTemp(dir, temp);
       try {
         await handle.writeFile(body);
@@ -80,10 +134,8 @@ export class FileStore implements Store {
       }
       if (this.#fsync) await syncDir(dir);
       return true;
-    } catch (err) {
-      throw storageError('putIfAbsent', key, err);
     } finally {
-      if (temp !== '') await fs.rm(temp, { force: true }).catch(() => undefined);
+      await fs.rm(temp, { force: true }).catch(() => undefined);
     }
   }
 
@@ -126,7 +178,7 @@ export class FileStore implements Store {
     const root = path.join(this.dir, ...prefix.split('/').filter((s) => s !== ''));
     if (path.relative(this.dir, root).startsWith('..') || root === this.dir)
       throw storageError('removeLeftovers', prefix, new Error('prefix must name a directory inside the store'));
-    await this.#removeTemps(root, 'removeLeftovers', undefined, true);
+    await removeTemps(root, 'removeLeftovers', undefined, true);
   }
 
   /**
@@ -134,38 +186,7 @@ export class FileStore implements Store {
    * hour, so that writes in progress in other processes are not disturbed). Resolves how many it removed.
    */
   async sweepTempFiles(olderThanMs = 3_600_000): Promise<number> {
-    return this.#removeTemps(this.dir, 'sweep', Date.now() - olderThanMs, false);
-  }
-
-  /**
-   * Removes the temp files under `root` (those last written before `cutoff`, when given) and, with
-   * `emptyDirs`, the directories left empty. Resolves how many files it removed.
-   */
-  async #removeTemps(root: string, op: string, cutoff: number | undefined, emptyDirs: boolean): Promise<number> {
-    let removed = 0;
-    const visit = async (dir: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await fs.readdir(dir, { withFileTypes: true });
-      } catch (err) {
-        if (isMissing(err)) return;
-        throw storageError(op, dir, err);
-      }
-      for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) await visit(full);
-        else if (entry.name.includes(TEMP_MARK) && entry.name.endsWith('.tmp')) {
-          const stat = cutoff === undefined ? undefined : await fs.stat(full).catch(() => undefined);
-          if (cutoff !== undefined && !(stat && stat.mtimeMs < cutoff)) continue;
-          await fs.rm(full, { force: true });
-          removed++;
-        }
-      }
-      // Empty now unless a key is there (or was just written): then it stays.
-      if (emptyDirs) await fs.rmdir(dir).catch(() => undefined);
-    };
-    await visit(root);
-    return removed;
+    return removeTemps(this.dir, 'sweep', Date.now() - olderThanMs, false);
   }
 
   /** The file of `key` (or, without a layout, of a directory key) under this store's directory. */

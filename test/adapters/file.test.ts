@@ -27,6 +27,13 @@ describeStoreConformance({
   },
 });
 
+// The same contracts with writes on Node's own thread pool instead of the write threads.
+describeStoreConformance({
+  name: 'file, writeThreads 0',
+  honoursListLimit: true,
+  create: async () => new FileStore({ dir: await freshDir(), writeThreads: 0 }),
+});
+
 describe('file store: native behaviour', () => {
   it('stores each key as a file under dir, long last segments in shards, and leaves no temp file behind', async () => {
     const dir = await freshDir();
@@ -110,6 +117,35 @@ describe('file store: native behaviour', () => {
       const err = await inside.list(prefix).catch((e: unknown) => e);
       expect(err, prefix).toMatchObject({ code: 'STORAGE', cause: expect.objectContaining({ code: 'ENOTDIR' }) });
     }
+  });
+
+  for (const writeThreads of [16, 0]) {
+    it(`creates each key once across two stores racing on many keys, and writes again into a directory removed behind its back (writeThreads ${writeThreads})`, async () => {
+      const dir = await freshDir();
+      const a = new FileStore({ dir, writeThreads });
+      const b = new FileStore({ dir, writeThreads });
+      const keys = Array.from({ length: 40 }, (_, i) => `race/s${i % 8}/${String(i).padStart(16, '0')}`);
+      const results = await Promise.all(
+        keys.flatMap((key, i) => [a.putIfAbsent(key, Uint8Array.of(1, i)), b.putIfAbsent(key, Uint8Array.of(2, i))]),
+      );
+      for (let i = 0; i < keys.length; i++) {
+        expect([results[2 * i], results[2 * i + 1]].filter(Boolean), keys[i]).toHaveLength(1);
+        expect(Array.from((await a.get(keys[i]!))!), keys[i]).toEqual([results[2 * i] ? 1 : 2, i]);
+      }
+      expect((await a.list('race/')).length).toBe(keys.length);
+      // Another process removed a stream's directory: a's cached knowledge of it is stale.
+      await rm(path.join(dir, 'race', 's3'), { recursive: true });
+      const again = `race/s3/${'9'.padStart(16, '0')}`;
+      expect(await a.putIfAbsent(again, Uint8Array.of(9))).toBe(true);
+      expect(Array.from((await b.get(again))!)).toEqual([9]);
+    });
+  }
+
+  it('rejects a writeThreads that is not a whole number of 0 or more with INVALID_ARGUMENT', () => {
+    for (const writeThreads of [-1, 1.5, Number.NaN, '4' as unknown as number])
+      expect(() => new FileStore({ dir: 'x', writeThreads }), String(writeThreads)).toThrowError(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('writeThreads') }),
+      );
   });
 
   it('rejects a missing dir option with INVALID_ARGUMENT', () => {
