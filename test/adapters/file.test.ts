@@ -29,9 +29,9 @@ describeStoreConformance({
 
 // The same contracts with writes on Node's own thread pool instead of the write threads.
 describeStoreConformance({
-  name: 'file, writeThreads 0',
+  name: 'file, ioThreads 0',
   honoursListLimit: true,
-  create: async () => new FileStore({ dir: await freshDir(), writeThreads: 0 }),
+  create: async () => new FileStore({ dir: await freshDir(), ioThreads: 0 }),
 });
 
 describe('file store: native behaviour', () => {
@@ -119,11 +119,11 @@ describe('file store: native behaviour', () => {
     }
   });
 
-  for (const writeThreads of [16, 0]) {
-    it(`creates each key once across two stores racing on many keys, and writes again into a directory removed behind its back (writeThreads ${writeThreads})`, async () => {
+  for (const ioThreads of [16, 0]) {
+    it(`creates each key once across two stores racing on many keys, and writes again into a directory removed behind its back (ioThreads ${ioThreads})`, async () => {
       const dir = await freshDir();
-      const a = new FileStore({ dir, writeThreads });
-      const b = new FileStore({ dir, writeThreads });
+      const a = new FileStore({ dir, ioThreads });
+      const b = new FileStore({ dir, ioThreads });
       const keys = Array.from({ length: 40 }, (_, i) => `race/s${i % 8}/${String(i).padStart(16, '0')}`);
       const results = await Promise.all(
         keys.flatMap((key, i) => [a.putIfAbsent(key, Uint8Array.of(1, i)), b.putIfAbsent(key, Uint8Array.of(2, i))]),
@@ -141,10 +141,10 @@ describe('file store: native behaviour', () => {
     });
   }
 
-  it('rejects a writeThreads that is not a whole number of 0 or more with INVALID_ARGUMENT', () => {
-    for (const writeThreads of [-1, 1.5, Number.NaN, '4' as unknown as number])
-      expect(() => new FileStore({ dir: 'x', writeThreads }), String(writeThreads)).toThrowError(
-        expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('writeThreads') }),
+  it('rejects a ioThreads that is not a whole number of 0 or more with INVALID_ARGUMENT', () => {
+    for (const ioThreads of [-1, 1.5, Number.NaN, '4' as unknown as number])
+      expect(() => new FileStore({ dir: 'x', ioThreads }), String(ioThreads)).toThrowError(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('ioThreads') }),
       );
   });
 

@@ -1,21 +1,21 @@
 /**
- * Write threads for FileStore: a create-if-absent is a temp file, two fsyncs, a link and an
- * unlink. On Node's own thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise) at most
+ * I/O threads for FileStore: a create-if-absent is a temp file, two fsyncs, a link and an
+ * unlink; a read is an open, a stat, a read and a close. On Node's own thread pool (4 threads unless UV_THREADPOOL_SIZE says otherwise) at most
  * four of those calls run at once, and each of the nine completions costs the main thread a
- * callback. With thousands of engines writing to one FileStore, both limits showed: fsync here
+ * callback. With thousands of engines on one FileStore, both limits showed: fsync here
  * commits ~4,300 objects/s from 4 threads and ~6,100/s from 16, and the completions competed with
  * the engines' captures for the one main thread.
  *
- * So creates go to worker threads that make the calls blocking (create-worker.ts): one message
- * out and one back per object, and as many fsyncs in flight as threads. The threads are shared by
+ * So creates and reads go to worker threads that make the calls blocking (io-worker.ts): one
+ * message out and one back per object, and as many fsyncs in flight as threads. The threads are shared by
  * every FileStore of the process, started one at a time as writes in flight need them (a single
- * agent uses one), up to the largest `writeThreads` any FileStore asked for, and they do not keep
+ * agent uses one), up to the largest `ioThreads` any FileStore asked for, and they do not keep
  * the process alive while idle. Should one fail to start, the writes sent to it are made on Node's
  * fs instead (they never ran); should one die, the writes it held fail (their outcome unknown, as
  * any store error's). Either way no thread is started again.
  */
 import { Worker } from 'node:worker_threads';
-import type { CreateJob, CreateReply } from './create-worker.js';
+import type { CreateJob, IoReply, ReadJob } from './io-worker.js';
 
 interface Slot {
   worker: Worker;
@@ -25,19 +25,19 @@ interface Slot {
   online: boolean;
 }
 
-/** No write thread ran the create (none could start): the caller writes the object itself. */
-export class WriteThreadUnavailable extends Error {}
+/** No I/O thread ran the job (none could start): the caller does it itself. */
+export class IoThreadUnavailable extends Error {}
 
 interface Pending {
   slot: Slot;
-  resolve(created: boolean): void;
+  resolve(value: boolean | Uint8Array | undefined): void;
   reject(err: Error): void;
 }
 
-/** The default of `FileStoreOptions.writeThreads`. */
-export const DEFAULT_WRITE_THREADS = 16;
+/** The default of `FileStoreOptions.ioThreads`. */
+export const DEFAULT_IO_THREADS = 16;
 
-class CreatePool {
+class IoPool {
   readonly #slots: Slot[] = [];
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
@@ -50,16 +50,25 @@ class CreatePool {
     return !this.#failed || this.#slots.length > 0;
   }
 
-  /** Creates an object on a write thread; resolves whether this call created it. `limit`: the store's writeThreads. */
-  create(job: Omit<CreateJob, 'id'>, limit: number): Promise<boolean> {
+  /** Creates an object on an I/O thread; resolves whether this call created it. `limit`: the store's ioThreads. */
+  create(job: Omit<CreateJob, 'id' | 'op'>, limit: number): Promise<boolean> {
+    return this.#send({ ...job, op: 'create' }, limit) as Promise<boolean>;
+  }
+
+  /** Reads a whole file on an I/O thread; resolves undefined when there is none. */
+  read(file: string, limit: number): Promise<Uint8Array | undefined> {
+    return this.#send({ op: 'read', file }, limit) as Promise<Uint8Array | undefined>;
+  }
+
+  #send(job: Omit<CreateJob, 'id'> | Omit<ReadJob, 'id'>, limit: number): Promise<boolean | Uint8Array | undefined> {
     this.#max = Math.max(this.#max, limit);
     const slot = this.#slot();
-    if (slot === undefined) return Promise.reject(new WriteThreadUnavailable('no FileStore write thread could start'));
+    if (slot === undefined) return Promise.reject(new IoThreadUnavailable('no FileStore I/O thread could start'));
     const id = this.#nextId++;
     // Sent first: a body that cannot be cloned (a detached buffer) throws here, leaving nothing pending.
-    slot.worker.postMessage({ ...job, id } satisfies CreateJob);
+    slot.worker.postMessage({ ...job, id });
     if (slot.load++ === 0) slot.worker.ref();
-    return new Promise<boolean>((resolve, reject) => this.#pending.set(id, { slot, resolve, reject }));
+    return new Promise((resolve, reject) => this.#pending.set(id, { slot, resolve, reject }));
   }
 
   /** The least loaded thread; a new one when every thread is busy and the limit allows. */
@@ -71,7 +80,7 @@ class CreatePool {
     let worker: Worker;
     try {
       // No flags of this process (--input-type, loaders): the thread runs one plain module.
-      worker = new Worker(new URL('./create-worker.js', import.meta.url), { execArgv: [] });
+      worker = new Worker(new URL('./io-worker.js', import.meta.url), { execArgv: [] });
     } catch {
       this.#failed = true;
       return best;
@@ -79,19 +88,23 @@ class CreatePool {
     worker.unref();
     const slot: Slot = { worker, load: 0, online: false };
     worker.on('online', () => (slot.online = true));
-    worker.on('message', (reply: CreateReply) => this.#settle(reply));
+    worker.on('message', (reply: IoReply) => this.#settle(reply));
     worker.on('error', (err) => this.#die(slot, err));
-    worker.on('exit', (code) => this.#die(slot, new Error(`FileStore write thread exited with code ${code}`)));
+    worker.on('exit', (code) => this.#die(slot, new Error(`FileStore I/O thread exited with code ${code}`)));
     this.#slots.push(slot);
     return slot;
   }
 
-  #settle(reply: CreateReply): void {
+  #settle(reply: IoReply): void {
     const pending = this.#pending.get(reply.id);
     if (pending === undefined) return;
     this.#pending.delete(reply.id);
     if (--pending.slot.load === 0) pending.slot.worker.unref();
     if ('created' in reply) pending.resolve(reply.created);
+    else if ('body' in reply)
+      pending.resolve(
+        reply.body === null ? undefined : Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength),
+      );
     else {
       const err = new Error(reply.error.message) as NodeJS.ErrnoException;
       if (reply.error.code !== undefined) err.code = reply.error.code;
@@ -101,7 +114,7 @@ class CreatePool {
 
   /**
    * A thread is gone, and no thread is started again. Its writes in flight fail: with
-   * WriteThreadUnavailable when it never started (they never ran: the caller writes them itself),
+   * IoThreadUnavailable when it never started (they never ran: the caller writes them itself),
    * else with the error (they may or may not have landed, as after any store error).
    */
   #die(slot: Slot, err: Error): void {
@@ -109,9 +122,7 @@ class CreatePool {
     if (at < 0) return;
     this.#slots.splice(at, 1);
     this.#failed = true;
-    const failure = slot.online
-      ? err
-      : new WriteThreadUnavailable(`no FileStore write thread could start: ${err.message}`);
+    const failure = slot.online ? err : new IoThreadUnavailable(`no FileStore I/O thread could start: ${err.message}`);
     for (const [id, p] of this.#pending) {
       if (p.slot !== slot) continue;
       this.#pending.delete(id);
@@ -120,5 +131,5 @@ class CreatePool {
   }
 }
 
-/** The write threads of this process, shared by every FileStore. */
-export const createPool = new CreatePool();
+/** The I/O threads of this process, shared by every FileStore. */
+export const ioPool = new IoPool();

@@ -1,0 +1,107 @@
+/**
+ * The entry point of a FileStore I/O thread (io-pool.ts): reads whole objects, and creates
+ * objects with blocking system calls, one at a time, exactly as FileStore does on Node's thread
+ * pool. A create: the
+ * body goes to a temp file, which is fsynced and hard-linked to its final name (link fails if the
+ * name exists: the create-if-absent), then the directory is fsynced and the temp file removed.
+ * A blocking fsync holds only this thread, so several of them keep several fsyncs in flight,
+ * which the filesystem's journal commits together.
+ */
+import { closeSync, constants, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+
+/** A create: the temp file to write, the object's file, its directory, the body, and whether to fsync. */
+export interface CreateJob {
+  op: 'create';
+  id: number;
+  temp: string;
+  file: string;
+  dir: string;
+  body: Uint8Array;
+  fsync: boolean;
+}
+
+/** A read of a whole file. */
+export interface ReadJob {
+  op: 'read';
+  id: number;
+  file: string;
+}
+
+/**
+ * A reply: what the job came to (whether a create created the object; a read's bytes, or null
+ * when there is no such file), or the error of the first call that failed (its code, such as
+ * ENOENT when a directory was removed behind the store's back, and message).
+ */
+export type IoReply =
+  | { id: number; created: boolean }
+  | { id: number; body: Uint8Array | null }
+  | { id: number; error: { code: string | undefined; message: string } };
+
+parentPort?.on('message', (job: CreateJob | ReadJob) => {
+  let reply: IoReply;
+  try {
+    if (job.op === 'create') reply = { id: job.id, created: create(job) };
+    else {
+      const body = read(job.file);
+      reply = { id: job.id, body };
+      // The bytes are handed over, not copied.
+      if (body !== null) {
+        parentPort!.postMessage(reply, [body.buffer as ArrayBuffer]);
+        return;
+      }
+    }
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    reply = {
+      id: job.id,
+      error: { code: typeof e?.code === 'string' ? e.code : undefined, message: String(e?.message ?? e) },
+    };
+  }
+  parentPort!.postMessage(reply);
+});
+
+/** The file's bytes in a buffer of their own (transferable), or null when it does not exist. */
+function read(file: string): Uint8Array | null {
+  try {
+    const bytes = readFileSync(file);
+    // readFileSync may hand out a slice of a shared pool: copy into a buffer of its own.
+    return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+function create(job: CreateJob): boolean {
+  const fd = openSync(job.temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+  try {
+    try {
+      for (let at = 0; at < job.body.byteLength;) at += writeSync(fd, job.body, at, job.body.byteLength - at);
+      if (job.fsync) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(job.temp, job.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    }
+    if (job.fsync) {
+      const dir = openSync(job.dir, constants.O_RDONLY);
+      try {
+        fsyncSync(dir);
+      } finally {
+        closeSync(dir);
+      }
+    }
+    return true;
+  } finally {
+    try {
+      unlinkSync(job.temp);
+    } catch {
+      // Already gone, or left for sweepTempFiles: a temp file is never an object.
+    }
+  }
+}
