@@ -8,7 +8,7 @@ import { Progress } from './stats.js';
 import { fileStores, memoryStores } from './stores.js';
 
 const args = JSON.parse(process.argv[2] ?? '') as ManyArgs;
-const kind = args.store === 'memory' ? memoryStores() : fileStores();
+const kind = args.store === 'memory' ? memoryStores() : fileStores(undefined, args.ioThreads);
 try {
   const result = await manyStreamsScenario(
     kind,
@@ -21,8 +21,11 @@ try {
     args.windowMs,
     args.seed,
     new Progress(1),
+    args.aloneMs,
   );
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ...result, ...(args.ioThreads !== undefined && { ioThreads: args.ioThreads }) })}\n`,
+  );
 } finally {
   await kind.cleanup();
 }

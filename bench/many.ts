@@ -55,6 +55,44 @@ export interface ManyResult {
   drainSeconds: number;
   /** Checkpoints called (warm-up included) and not settled when the window ended. */
   backlog: number;
+  /** FileStore: its `ioThreads` (undefined: the default). */
+  ioThreads?: number;
+  /** What the store commits alone in this process, before the engines open (storeAlone). */
+  alone?: StoreAlone;
+}
+
+/** Creates per second of the store alone (no engines), and the process's CPU per create. */
+export interface StoreAlone {
+  rate: number;
+  cpuUsPerCreate: number;
+  inFlight: number;
+  seconds: number;
+}
+
+/**
+ * The store alone: frame-sized creates on as many stream-like directories as the run has
+ * streams, `inFlight` at a time, for `ms`: what this store commits per second on this machine
+ * with nothing else to do (for the file store, what fsync allows here).
+ */
+async function storeAlone(store: Store, streams: number, ms: number, inFlight = 256): Promise<StoreAlone> {
+  const body = new Uint8Array(700).fill(7);
+  let created = 0;
+  let next = 0;
+  const end = performance.now() + ms;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < end) {
+        const n = next++;
+        await store.putIfAbsent(`alone/s${n % streams}/${n.toString(16).padStart(16, '0')}`, body);
+        created++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { rate: created / seconds, cpuUsPerCreate: (cpu.user + cpu.system) / created, inFlight, seconds };
 }
 
 /** Runs the many-streams scenario on one store kind. */
@@ -69,8 +107,10 @@ export async function manyStreamsScenario(
   windowMs: number,
   seed: number,
   progress: Progress,
+  aloneMs = 0,
 ): Promise<ManyResult> {
   const store: Store = await kind.create(`many-${mode}`);
+  const alone = aloneMs > 0 ? await storeAlone(store, streams, aloneMs) : undefined;
   const agents: Agent[] = [];
   for (let i = 0; i < streams; i++) {
     agents.push(new Agent(mode === 'copy' ? 'mutable' : 'immutable', makeWorkload(workload, size, 0.01, seed + i)));
@@ -195,6 +235,7 @@ export async function manyStreamsScenario(
     drained,
     drainSeconds,
     backlog,
+    ...(alone !== undefined && { alone }),
   };
 }
 
@@ -219,6 +260,10 @@ export interface ManyArgs {
   warmupMs: number;
   windowMs: number;
   seed: number;
+  /** FileStore `ioThreads` (undefined: the default). */
+  ioThreads?: number;
+  /** How long the store alone is measured before the engines open; 0: not measured. */
+  aloneMs: number;
 }
 
 /** Runs the scenario in a child process (many-child.ts) and resolves its result; its progress goes to stderr. */

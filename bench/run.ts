@@ -67,11 +67,20 @@ interface Plan {
   encryption: { steps: number; rounds: number; chain: number; restores: number };
   /** Many streams in one process: runs (store, update mode), streams, state size, warm-up and window. */
   many: {
-    runs: { store: 'memory' | 'file'; mode: 'copy' | 'immutable'; windowMs?: number }[];
+    /** Runs; `streams` and `ioThreads` (FileStore) override the plan's for one run. */
+    runs: {
+      store: 'memory' | 'file';
+      mode: 'copy' | 'immutable';
+      windowMs?: number;
+      streams?: number;
+      ioThreads?: number;
+    }[];
     streams: number;
     size: number;
     warmupMs: number;
     windowMs: number;
+    /** File runs: how long the store alone is measured first (what fsync allows here). */
+    aloneMs: number;
   };
   /** LangGraph savers side by side: state sizes and tool calls per run (over 50, for a read 100 puts back). */
   langgraph: { sizes: number[]; toolCalls: number };
@@ -104,11 +113,16 @@ const PLANS: Record<Mode, Plan> = {
         { store: 'memory', mode: 'immutable' },
         // The file store falls behind at this rate; a shorter window keeps the drain on close short.
         { store: 'file', mode: 'copy', windowMs: 8000 },
+        // Writes on Node's own thread pool, as before write threads: the same run, side by side.
+        { store: 'file', mode: 'copy', windowMs: 8000, ioThreads: 0 },
+        // A rate the file store can hold here (2,000/s).
+        { store: 'file', mode: 'copy', windowMs: 8000, streams: 4_000 },
       ],
       streams: 10_000,
       size: 20 * K,
       warmupMs: 4000,
       windowMs: 20_000,
+      aloneMs: 5000,
     },
     langgraph: { sizes: [50 * K, 500 * K, 5000 * K], toolCalls: 55 },
   },
@@ -132,7 +146,17 @@ const PLANS: Record<Mode, Plan> = {
     memorySteps: 10,
     encryption: { steps: 60, rounds: 2, chain: 31, restores: 10 },
     history: { file: [100, 10_000], s3: [100, 1_000], runs: 3, size: 5 * K },
-    many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 2_000, size: 20 * K, warmupMs: 1000, windowMs: 4000 },
+    many: {
+      runs: [
+        { store: 'memory', mode: 'copy' },
+        { store: 'file', mode: 'copy' },
+      ],
+      streams: 2_000,
+      size: 20 * K,
+      warmupMs: 1000,
+      windowMs: 4000,
+      aloneMs: 2000,
+    },
     langgraph: { sizes: [50 * K, 500 * K], toolCalls: 55 },
   },
   smoke: {
@@ -154,7 +178,17 @@ const PLANS: Record<Mode, Plan> = {
     memorySteps: 3,
     encryption: { steps: 8, rounds: 1, chain: 3, restores: 3 },
     history: { file: [100, 300], s3: [100], runs: 2, size: 5 * K },
-    many: { runs: [{ store: 'memory', mode: 'copy' }], streams: 100, size: 5 * K, warmupMs: 200, windowMs: 800 },
+    many: {
+      runs: [
+        { store: 'memory', mode: 'copy' },
+        { store: 'file', mode: 'copy' },
+      ],
+      streams: 100,
+      size: 5 * K,
+      warmupMs: 200,
+      windowMs: 800,
+      aloneMs: 200,
+    },
     langgraph: { sizes: [20 * K], toolCalls: 51 },
   },
 };
@@ -423,15 +457,20 @@ async function main(): Promise<void> {
     results.history = (results.history ?? []).concat(
       await historyScenario(histories, headline, plan.history.size, seed, plan.history.runs, progress),
     );
-    for (const { store, mode, windowMs } of plan.many.runs) {
+    for (const { store, mode, windowMs, streams, ioThreads } of plan.many.runs) {
       const m = plan.many;
-      progress.begin(`many streams: ${m.streams} engines, ${m.size / K} KB each, every 2 s, ${store} store, ${mode}`);
+      const n = streams ?? m.streams;
+      progress.begin(
+        `many streams: ${n} engines, ${m.size / K} KB each, every 2 s, ${store} store${ioThreads === undefined ? '' : ` (ioThreads ${ioThreads})`}, ${mode}`,
+      );
       results.many = (results.many ?? []).concat(
         await manyStreamsInChild({
           store,
           mode,
           workload: headline,
-          streams: m.streams,
+          streams: n,
+          ...(ioThreads !== undefined && { ioThreads }),
+          aloneMs: store === 'file' ? m.aloneMs : 0,
           size: m.size,
           intervalMs: 2000,
           warmupMs: m.warmupMs,

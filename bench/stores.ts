@@ -78,7 +78,7 @@ export function memoryStores(): StoreKind {
 }
 
 /** File stores in a temp directory (fsync on: a resolved checkpoint survives power loss). */
-export function fileStores(root?: string): StoreKind {
+export function fileStores(root?: string, ioThreads?: number): StoreKind {
   const dir = mkdtempSync(path.join(root ?? tmpdir(), 'statefold-bench-'));
   let n = 0;
   return {
@@ -87,6 +87,7 @@ export function fileStores(root?: string): StoreKind {
       new FileStore({
         dir: path.join(dir, `${++n}-${label.replace(/[^A-Za-z0-9._-]+/g, '_')}`),
         fsync: options?.fsync ?? true,
+        ...(ioThreads !== undefined && { ioThreads }),
       }),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
