@@ -425,13 +425,15 @@ export class Agent {
   constructor(
     readonly style: 'mutable' | 'immutable',
     readonly workload: StepWorkload,
+    /** Whether to count addedBytes (the many-streams run does not read it). */
+    readonly countBytes = true,
   ) {
     this.state = this.workload.initial();
   }
   /** Advances one step. */
   step(): object {
     const step = this.workload.next();
-    this.addedBytes += step.addedBytes;
+    if (this.countBytes) this.addedBytes += step.addedBytes;
     this.state = this.style === 'mutable' ? step.inPlace(this.state) : step.immutable(this.state);
     return this.state;
   }
