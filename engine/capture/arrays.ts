@@ -19,6 +19,8 @@ export type EditVisitor = (op: typeof KEEP | typeof REMOVE | typeof INSERT, from
 
 /** Past this many removals plus insertions the middle is compared by position instead. */
 export const MAX_EDITS = 64;
+/** Most (dropped × appended) pairs a sliding window is checked for moves before the search takes over. */
+const SHIFT_CROSS = 256;
 
 /**
  * Visits the edits that turn `prev[lo..prevHi)` into `next[lo..nextHi)`. Elements `same` calls
@@ -40,6 +42,16 @@ export function walkEdits(
 ): void {
   const n = prevHi - lo;
   const m = nextHi - lo;
+  // A sliding window (the oldest elements dropped, new ones appended) is the common case: found
+  // directly, it skips the search below and its allocations. The script is the one the search
+  // finds for it (removes first, then keeps, then inserts).
+  const shift = shiftOf(prev, next, lo, n, m, same);
+  if (shift > 0) {
+    for (let k = 0; k < shift; k++) visit(REMOVE, lo + k, -1);
+    for (let k = 0; k < n - shift; k++) visit(KEEP, lo + shift + k, lo + k);
+    for (let k = n - shift; k < m; k++) visit(INSERT, -1, lo + k);
+    return;
+  }
   // Equal lengths: count the positions that differ. Only isolated ones (changes in place) are
   // compared by position at once; a run of them may be a move, which a search can beat, but only
   // with fewer edits than positions that differ.
@@ -121,6 +133,34 @@ export function emitEdits(
 }
 
 type Step = [typeof KEEP, number, number] | [typeof REMOVE, number] | [typeof INSERT, number];
+
+/**
+ * The s in 1..MAX_EDITS when the middle of `next` starts with the middle of `prev` less its first
+ * s elements (each pair `same`), holds at least as many elements, and no element it drops is
+ * `same` as one it appends (then the elements were moved, not dropped, and the search finds a
+ * shorter script); else 0. Only the smallest s whose first pair matches is tried, so it costs at
+ * most MAX_EDITS + n + SHIFT_CROSS comparisons.
+ */
+function shiftOf(
+  prev: readonly unknown[],
+  next: readonly unknown[],
+  lo: number,
+  n: number,
+  m: number,
+  same: (a: unknown, b: unknown) => boolean,
+): number {
+  if (m === 0) return 0;
+  const most = Math.min(MAX_EDITS, n - 1);
+  for (let s = 1; s <= most; s++) {
+    if (!same(prev[lo + s], next[lo])) continue;
+    const appended = m - (n - s);
+    if (appended < 0 || s * appended > SHIFT_CROSS) return 0;
+    for (let k = 1; k < n - s; k++) if (!same(prev[lo + s + k], next[lo + k])) return 0;
+    for (let d = 0; d < s; d++) for (let a = n - s; a < m; a++) if (same(prev[lo + d], next[lo + a])) return 0;
+    return s;
+  }
+  return 0;
+}
 
 /** How many positions of two equal-length middles differ, and the longest run of adjacent ones. */
 function positionalChanges(
