@@ -21,8 +21,8 @@ interface Slot {
   worker: Worker;
   /** Jobs sent to it and not yet answered. */
   load: number;
-  /** Whether the thread started (before that, it has run nothing). */
-  online: boolean;
+  /** Whether the thread's script loaded and listens (before that, it has run nothing). */
+  ready: boolean;
 }
 
 /** No I/O thread ran the job (none could start): the caller does it itself. */
@@ -65,8 +65,12 @@ class IoPool {
     const slot = this.#slot();
     if (slot === undefined) return Promise.reject(new IoThreadUnavailable('no FileStore I/O thread could start'));
     const id = this.#nextId++;
-    // Sent first: a body that cannot be cloned (a detached buffer) throws here, leaving nothing pending.
-    slot.worker.postMessage({ ...job, id });
+    if (job.op === 'create') {
+      // A copy of its own, transferred: a pool slice would otherwise be cloned with its whole
+      // slab. A body that cannot be read (a detached buffer) throws here, leaving nothing pending.
+      const body = new Uint8Array(job.body);
+      slot.worker.postMessage({ ...job, body, id }, [body.buffer]);
+    } else slot.worker.postMessage({ ...job, id });
     if (slot.load++ === 0) slot.worker.ref();
     return new Promise((resolve, reject) => this.#pending.set(id, { slot, resolve, reject }));
   }
@@ -86,9 +90,13 @@ class IoPool {
       return best;
     }
     worker.unref();
-    const slot: Slot = { worker, load: 0, online: false };
-    worker.on('online', () => (slot.online = true));
-    worker.on('message', (reply: IoReply) => this.#settle(reply));
+    const slot: Slot = { worker, load: 0, ready: false };
+    // 'online' comes before the script loads: the thread says itself when it listens.
+    worker.on('message', (reply: IoReply | { ready: true }) => {
+      if ('ready' in reply) slot.ready = true;
+      else this.#settle(reply);
+    });
+    worker.on('messageerror', (err) => this.#die(slot, err));
     worker.on('error', (err) => this.#die(slot, err));
     worker.on('exit', (code) => this.#die(slot, new Error(`FileStore I/O thread exited with code ${code}`)));
     this.#slots.push(slot);
@@ -122,7 +130,7 @@ class IoPool {
     if (at < 0) return;
     this.#slots.splice(at, 1);
     this.#failed = true;
-    const failure = slot.online ? err : new IoThreadUnavailable(`no FileStore I/O thread could start: ${err.message}`);
+    const failure = slot.ready ? err : new IoThreadUnavailable(`no FileStore I/O thread could start: ${err.message}`);
     for (const [id, p] of this.#pending) {
       if (p.slot !== slot) continue;
       this.#pending.delete(id);

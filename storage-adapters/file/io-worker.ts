@@ -60,6 +60,8 @@ parentPort?.on('message', (job: CreateJob | ReadJob) => {
   }
   parentPort!.postMessage(reply);
 });
+// Listening: jobs sent before this could not have run (io-pool.ts hands them back if it dies first).
+parentPort?.postMessage({ ready: true });
 
 /** The file's bytes in a buffer of their own (transferable), or null when it does not exist. */
 function read(file: string): Uint8Array | null {
