@@ -79,16 +79,9 @@ async function storeAlone(store: Store, streams: number, ms: number, inFlight = 
   // Directories made first, untimed: making one costs fsyncs of its parents, which the engines'
   // streams paid when they opened, not on each commit.
   const dirs = Math.min(streams, 4 * inFlight);
+  await inBatches(dirs, inFlight, (n) => store.putIfAbsent(aloneKey(n, dirs), body).then(() => undefined));
   let created = 0;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < dirs) {
-        const n = next++;
-        await store.putIfAbsent(aloneKey(n, dirs), body);
-      }
-    }),
-  );
+  let next = dirs;
   const end = performance.now() + ms;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
