@@ -19,7 +19,9 @@ export interface Store {
    * Creates `key` with `body` only if no object exists at `key`, atomically: readers see either
    * no object or the whole body, never a part. Resolves `true` when this call created it and
    * `false` when an object was already there (whoever wrote it). Of concurrent callers on one key,
-   * exactly one gets `true`. When it resolves `true` the object is durable.
+   * exactly one gets `true`. When it resolves `true` the object is durable. `body` may be a view
+   * into a larger buffer (a slice of Node's pool): read it through `byteOffset` and `byteLength`,
+   * and copy the bytes it keeps: a kept view holds on to the whole buffer.
    */
   putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean>;
 

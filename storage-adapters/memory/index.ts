@@ -1,6 +1,6 @@
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import sortedBtree from 'sorted-btree';
-import { assertKey, assertPrefix, throwIfAborted } from '../kit/index.js';
+import { assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
 
 /**
  * The B+ tree of sorted-btree: ordered keys with O(log n) inserts, deletes and seeks. A sorted
@@ -28,10 +28,17 @@ export class MemoryStore implements Store {
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     assertKey('putIfAbsent', key);
     throwIfAborted('putIfAbsent', key, options?.signal);
-    // A copy. Buffer.from puts a small body in a slab of Node's pool rather than an ArrayBuffer of
+    // A copy. allocUnsafe puts a small body in a slab of Node's pool rather than an ArrayBuffer of
     // its own: with thousands of engines writing, a million small ArrayBuffers made each major GC
-    // longer. A deleted body's memory is freed once every body sharing its slab is gone.
-    return this.#objects.setIfNotPresent(key, Buffer.from(body));
+    // longer. A deleted body's memory is freed once every body sharing its slab is gone. `set`
+    // throws on a detached body (Buffer.from would quietly store it as empty).
+    const copy = Buffer.allocUnsafe(body.byteLength);
+    try {
+      copy.set(body);
+    } catch (err) {
+      throw storageError('putIfAbsent', key, err);
+    }
+    return this.#objects.setIfNotPresent(key, copy);
   }
 
   async list(prefix: string, options?: ListOptions): Promise<string[]> {

@@ -53,3 +53,22 @@ describe('memory store: ordered keys', () => {
     );
   });
 });
+
+describe('memory store: bodies', () => {
+  it('rejects a detached body with STORAGE and stores nothing', async () => {
+    const store = new MemoryStore();
+    const body = new Uint8Array(new ArrayBuffer(8));
+    structuredClone(body.buffer, { transfer: [body.buffer] });
+    await expect(store.putIfAbsent('f/k', body)).rejects.toMatchObject({ code: 'STORAGE', key: 'f/k' });
+    expect(await store.get('f/k')).toBeUndefined();
+    expect(await store.putIfAbsent('f/k', Uint8Array.of(1, 2))).toBe(true);
+  });
+
+  it('stores a copy of a view into a larger buffer, not the buffer', async () => {
+    const store = new MemoryStore();
+    const whole = Uint8Array.of(9, 1, 2, 3, 9);
+    await store.putIfAbsent('f/k', whole.subarray(1, 4));
+    whole.fill(0);
+    expect(Array.from((await store.get('f/k'))!)).toEqual([1, 2, 3]);
+  });
+});
