@@ -6,6 +6,7 @@ import { abortedError, assertKey, assertPrefix, isValidKey, storageError, throwI
 import { removeTemps, tempOf } from './temps.js';
 import { createLayout, isShard, readLayout, shardOf, shardPrefix, type Layout } from './layout.js';
 import { DEFAULT_IO_THREADS, IoThreadUnavailable, ioPool } from './io-pool.js';
+import { Dirs, syncDir } from './dirs.js';
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {
@@ -39,7 +40,7 @@ export class FileStore implements Store {
   readonly dir: string;
   readonly #fsync: boolean;
   readonly #ioThreads: number;
-  readonly #knownDirs = new Set<string>();
+  readonly #dirs: Dirs;
   /** The directory's layout once known for good (a marker, or objects without one). */
   #layout: Layout | undefined;
 
@@ -57,6 +58,7 @@ export class FileStore implements Store {
       );
     }
     this.#ioThreads = threads;
+    this.#dirs = new Dirs(this.dir, this.#fsync);
   }
 
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -103,17 +105,19 @@ export class FileStore implements Store {
    * thread could run it. Once the write is handed over, an abort no longer stops it.
    */
   async #createOnThread(file: string, dir: string, body: Uint8Array): Promise<boolean | undefined> {
-    await this.#ensureDir(dir);
+    await this.#dirs.ensure(dir);
     for (let attempt = 0; ; attempt++) {
       try {
         // The thread removes its temp file itself, whatever happens.
         return await ioPool.create({ temp: tempOf(file), file, dir, body, fsync: this.#fsync }, this.#ioThreads);
       } catch (err) {
         if (err instanceof IoThreadUnavailable) return undefined;
-        if (!isMissing(err) || attempt > 0) throw err;
+        // Only a temp file that could not be opened is retried: a link that fails ENOENT means
+        // the temp file was removed (a stream being deleted), and must not recreate the key there.
+        if (!isMissing(err) || !(err as { atOpen?: boolean }).atOpen || attempt > 0) throw err;
         // The directory was removed behind our back (another process cleaned up): make it again.
-        this.#knownDirs.delete(dir);
-        await this.#ensureDir(dir);
+        this.#dirs.forget(dir);
+        await this.#dirs.ensure(dir);
       }
     }
   }
@@ -219,7 +223,7 @@ export class FileStore implements Store {
     let layout = await readLayout(this.dir);
     if (layout === undefined) {
       if (!write) return 'sharded';
-      layout = await createLayout(this.dir, this.#fsync, (d) => this.#ensureDir(d), syncDir);
+      layout = await createLayout(this.dir, this.#fsync, (d) => this.#dirs.ensure(d), syncDir);
     }
     this.#layout = layout;
     return layout;
@@ -300,39 +304,16 @@ export class FileStore implements Store {
 
   async #openTemp(dir: string, temp: string): Promise<fs.FileHandle> {
     const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL;
-    await this.#ensureDir(dir);
+    await this.#dirs.ensure(dir);
     try {
       return await fs.open(temp, flags, 0o644);
     } catch (err) {
       if (!isMissing(err)) throw err;
       // The directory was removed behind our back (another process cleaned up): make it again.
-      this.#knownDirs.delete(dir);
-      await this.#ensureDir(dir);
+      this.#dirs.forget(dir);
+      await this.#dirs.ensure(dir);
       return await fs.open(temp, flags, 0o644);
     }
-  }
-
-  async #ensureDir(dir: string): Promise<void> {
-    if (this.#knownDirs.has(dir)) return;
-    const created = await fs.mkdir(dir, { recursive: true });
-    if (created !== undefined && this.#fsync) {
-      // New directories must reach the disk too, or the file linked into them may vanish on power loss.
-      let d = dir;
-      while (d.length >= created.length) {
-        await syncDir(path.dirname(d));
-        d = path.dirname(d);
-      }
-    }
-    this.#knownDirs.add(dir);
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, fsConstants.O_RDONLY);
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

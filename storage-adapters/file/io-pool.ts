@@ -114,8 +114,9 @@ class IoPool {
         reply.body === null ? undefined : Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength),
       );
     else {
-      const err = new Error(reply.error.message) as NodeJS.ErrnoException;
+      const err = new Error(reply.error.message) as NodeJS.ErrnoException & { atOpen: boolean };
       if (reply.error.code !== undefined) err.code = reply.error.code;
+      err.atOpen = reply.error.atOpen;
       pending.reject(err);
     }
   }

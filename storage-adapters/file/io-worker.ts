@@ -31,12 +31,13 @@ export interface ReadJob {
 /**
  * A reply: what the job came to (whether a create created the object; a read's bytes, or null
  * when there is no such file), or the error of the first call that failed (its code, such as
- * ENOENT when a directory was removed behind the store's back, and message).
+ * ENOENT when a directory was removed behind the store's back, its message, and whether it was
+ * the open of a create's temp file, before which nothing was written).
  */
 export type IoReply =
   | { id: number; created: boolean }
   | { id: number; body: Uint8Array | null }
-  | { id: number; error: { code: string | undefined; message: string } };
+  | { id: number; error: { code: string | undefined; message: string; atOpen: boolean } };
 
 parentPort?.on('message', (job: CreateJob | ReadJob) => {
   let reply: IoReply;
@@ -55,7 +56,11 @@ parentPort?.on('message', (job: CreateJob | ReadJob) => {
     const e = err as NodeJS.ErrnoException;
     reply = {
       id: job.id,
-      error: { code: typeof e?.code === 'string' ? e.code : undefined, message: String(e?.message ?? e) },
+      error: {
+        code: typeof e?.code === 'string' ? e.code : undefined,
+        message: String(e?.message ?? e),
+        atOpen: e instanceof OpenFailed,
+      },
     };
   }
   parentPort!.postMessage(reply);
@@ -75,8 +80,22 @@ function read(file: string): Uint8Array | null {
   }
 }
 
+/** The open of a create's temp file failed: nothing was written. */
+class OpenFailed extends Error {
+  readonly code: string | undefined;
+  constructor(err: NodeJS.ErrnoException) {
+    super(err.message);
+    this.code = err.code;
+  }
+}
+
 function create(job: CreateJob): boolean {
-  const fd = openSync(job.temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+  let fd: number;
+  try {
+    fd = openSync(job.temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+  } catch (err) {
+    throw new OpenFailed(err as NodeJS.ErrnoException);
+  }
   try {
     try {
       for (let at = 0; at < job.body.byteLength;) at += writeSync(fd, job.body, at, job.body.byteLength - at);

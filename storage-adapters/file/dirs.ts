@@ -1,0 +1,87 @@
+/**
+ * FileStore's directories: made on first write, and durable before any object linked into them
+ * counts as created (a new directory's entry lives in its parent, which needs its own fsync).
+ */
+import { promises as fs, constants as fsConstants } from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * The directories under one store's root that this process has made or found. Each directory is
+ * made once, level by level, and every caller waits for the same attempt: the one that lost a
+ * `mkdir` race used to go on before the winner's fsync of the parent, so an object linked into
+ * the new directory could resolve created while the directory itself was not yet durable.
+ */
+export class Dirs {
+  readonly #root: string;
+  readonly #fsync: boolean;
+  readonly #known = new Set<string>();
+  readonly #making = new Map<string, Promise<void>>();
+  readonly #sync: (dir: string) => Promise<void>;
+
+  /** `sync` fsyncs a directory (tests pass one that records its calls). */
+  constructor(root: string, fsync: boolean, sync: (dir: string) => Promise<void> = syncDir) {
+    this.#root = root;
+    this.#fsync = fsync;
+    this.#sync = sync;
+  }
+
+  /** Makes `dir` (the root or a directory under it) and its parents, durably when fsync is on. */
+  ensure(dir: string): Promise<void> {
+    if (this.#known.has(dir)) return Promise.resolve();
+    let making = this.#making.get(dir);
+    if (making === undefined) {
+      making = dir === this.#root || !dir.startsWith(this.#root + path.sep) ? this.#makeRoot(dir) : this.#make(dir);
+      this.#making.set(dir, making);
+      const settled = (): void => void this.#making.delete(dir);
+      making.then(() => {
+        this.#known.add(dir);
+        settled();
+      }, settled);
+    }
+    return making;
+  }
+
+  /** Forgets `dir` and its parents up to the root: they were removed behind our back. */
+  forget(dir: string): void {
+    for (let d = dir; d.length >= this.#root.length; d = path.dirname(d)) {
+      this.#known.delete(d);
+      if (d === this.#root) break;
+    }
+  }
+
+  /** One level under a directory made first; fsyncs the parent when this call made it. */
+  async #make(dir: string): Promise<void> {
+    const parent = path.dirname(dir);
+    for (let attempt = 0; ; attempt++) {
+      await this.ensure(parent);
+      try {
+        await fs.mkdir(dir);
+        break;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') return;
+        if (code !== 'ENOENT' || attempt > 0) throw err;
+        // The parent was removed behind our back (another process cleaned up): make it again.
+        this.forget(parent);
+      }
+    }
+    if (this.#fsync) await this.#sync(parent);
+  }
+
+  /** The root, with whatever it needs above it (outside the store: made as `mkdir -p` would). */
+  async #makeRoot(dir: string): Promise<void> {
+    const created = await fs.mkdir(dir, { recursive: true });
+    if (created === undefined || !this.#fsync) return;
+    for (let d = dir; d.length >= created.length; d = path.dirname(d)) await this.#sync(path.dirname(d));
+  }
+}
+
+/** Fsyncs a directory, so that the entries made in it are durable. */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, fsConstants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
