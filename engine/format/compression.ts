@@ -9,7 +9,10 @@ export interface Compression {
   /** The byte stored in frames: never reuse or renumber one. */
   readonly id: number;
   readonly name: string;
-  /** Compresses `raw`; undefined when that would not make it smaller. */
+  /**
+   * Compresses `raw`; undefined when that would not make it smaller. The bytes returned may be a
+   * scratch buffer of this thread's, valid until the next call: copy them out at once.
+   */
   compress(raw: Uint8Array): Uint8Array | undefined;
   /** Restores exactly `rawLength` bytes from `stored`; throws when it cannot. */
   decompress(stored: Uint8Array, rawLength: number): Uint8Array;
@@ -34,7 +37,7 @@ export const LZ4_BLOCK: Compression = {
   compress(raw) {
     // Tiny payloads do not shrink; skip the attempt.
     if (raw.byteLength < 64) return undefined;
-    const out = Buffer.allocUnsafe(lz4.encodeBound(raw.byteLength));
+    const out = scratchFor(lz4.encodeBound(raw.byteLength));
     const n = lz4.encodeBlock(asBuffer(raw), out);
     return n > 0 && n < raw.byteLength ? out.subarray(0, n) : undefined;
   },
@@ -49,6 +52,23 @@ export const LZ4_BLOCK: Compression = {
       ? `payload claims ${rawLength} bytes, more than ${storedLength} compressed bytes can hold`
       : undefined,
 };
+
+/** Scratch buffers larger than this are not kept between calls. */
+const SCRATCH_KEPT = 1 << 20;
+let scratch = Buffer.alloc(0);
+
+/**
+ * A buffer of at least `size` bytes for compressed output, which the frame is copied out of at
+ * once. Reusing one saves an ArrayBuffer per frame: a 20 KB state's bound is too large for Node's
+ * pool, and with thousands of engines per process the allocation showed at ~6% of the main
+ * thread in a profile.
+ */
+function scratchFor(size: number): Buffer {
+  if (scratch.byteLength >= size) return scratch;
+  if (size > SCRATCH_KEPT) return Buffer.allocUnsafeSlow(size);
+  scratch = Buffer.allocUnsafeSlow(Math.max(size, 64 * 1024));
+  return scratch;
+}
 
 /** Every compression a frame may name, by its stored byte. */
 export const COMPRESSIONS: ReadonlyMap<number, Compression> = new Map([NONE, LZ4_BLOCK].map((c) => [c.id, c]));
