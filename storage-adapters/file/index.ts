@@ -176,8 +176,16 @@ export class FileStore implements Store {
     throwIfAborted('delete', key, options?.signal);
     try {
       const file = this.#path(key, await this.#layoutOf(false));
+      const dir = path.dirname(file);
+      if (this.#ioThreads > 0 && ioPool.available) {
+        try {
+          return await ioPool.delete({ file, dir, fsync: this.#fsync }, this.#ioThreads);
+        } catch (err) {
+          if (!(err instanceof IoThreadUnavailable)) throw err;
+        }
+      }
       await fs.unlink(file);
-      if (this.#fsync) await syncDir(path.dirname(file));
+      if (this.#fsync) await syncDir(dir);
     } catch (err) {
       if (isMissing(err)) return;
       throw storageError('delete', key, err);

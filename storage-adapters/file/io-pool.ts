@@ -6,7 +6,7 @@
  * commits ~4,300 objects/s from 4 threads and ~6,100/s from 16, and the completions competed with
  * the engines' captures for the one main thread.
  *
- * So creates and reads go to worker threads that make the calls blocking (io-worker.ts): one
+ * So creates, reads and deletes go to worker threads that make the calls blocking (io-worker.ts): one
  * message out and one back per object, and as many fsyncs in flight as threads. The threads are shared by
  * every FileStore of the process, started one at a time as writes in flight need them (a single
  * agent uses one), up to the largest `ioThreads` any FileStore asked for, and they do not keep
@@ -15,7 +15,7 @@
  * any store error's). Either way no thread is started again.
  */
 import { Worker } from 'node:worker_threads';
-import type { CreateJob, IoReply, ReadJob } from './io-worker.js';
+import type { CreateJob, DeleteJob, IoReply, ReadJob } from './io-worker.js';
 
 interface Slot {
   worker: Worker;
@@ -60,7 +60,15 @@ class IoPool {
     return this.#send({ op: 'read', file }, limit) as Promise<Uint8Array | undefined>;
   }
 
-  #send(job: Omit<CreateJob, 'id'> | Omit<ReadJob, 'id'>, limit: number): Promise<boolean | Uint8Array | undefined> {
+  /** Deletes a file on an I/O thread (rejects ENOENT when there is none), fsyncing its directory when asked. */
+  async delete(job: Omit<DeleteJob, 'id' | 'op'>, limit: number): Promise<void> {
+    await this.#send({ ...job, op: 'delete' }, limit);
+  }
+
+  #send(
+    job: Omit<CreateJob, 'id'> | Omit<ReadJob, 'id'> | Omit<DeleteJob, 'id'>,
+    limit: number,
+  ): Promise<boolean | Uint8Array | undefined> {
     this.#max = Math.max(this.#max, limit);
     const slot = this.#slot();
     if (slot === undefined) return Promise.reject(new IoThreadUnavailable('no FileStore I/O thread could start'));

@@ -28,9 +28,18 @@ export interface ReadJob {
   file: string;
 }
 
+/** A delete: unlink the object's file, then fsync its directory when asked. */
+export interface DeleteJob {
+  op: 'delete';
+  id: number;
+  file: string;
+  dir: string;
+  fsync: boolean;
+}
+
 /**
  * A reply: what the job came to (whether a create created the object; a read's bytes, or null
- * when there is no such file), or the error of the first call that failed (its code, such as
+ * when there is no such file; a delete's `created: false`), or the error of the first call that failed (its code, such as
  * ENOENT when a directory was removed behind the store's back, its message, and whether it was
  * the open of a create's temp file, before which nothing was written).
  */
@@ -39,11 +48,14 @@ export type IoReply =
   | { id: number; body: Uint8Array | null }
   | { id: number; error: { code: string | undefined; message: string; atOpen: boolean } };
 
-parentPort?.on('message', (job: CreateJob | ReadJob) => {
+parentPort?.on('message', (job: CreateJob | ReadJob | DeleteJob) => {
   let reply: IoReply;
   try {
     if (job.op === 'create') reply = { id: job.id, created: create(job) };
-    else {
+    else if (job.op === 'delete') {
+      remove(job);
+      reply = { id: job.id, created: false };
+    } else {
       const body = read(job.file);
       reply = { id: job.id, body };
       // The bytes are handed over, not copied.
@@ -89,6 +101,21 @@ class OpenFailed extends Error {
   }
 }
 
+/** Unlinks the file (ENOENT when there is none) and makes that durable. */
+function remove(job: DeleteJob): void {
+  unlinkSync(job.file);
+  if (job.fsync) syncDir(job.dir);
+}
+
+function syncDir(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function create(job: CreateJob): boolean {
   let fd: number;
   try {
@@ -109,14 +136,7 @@ function create(job: CreateJob): boolean {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
       throw err;
     }
-    if (job.fsync) {
-      const dir = openSync(job.dir, constants.O_RDONLY);
-      try {
-        fsyncSync(dir);
-      } finally {
-        closeSync(dir);
-      }
-    }
+    if (job.fsync) syncDir(job.dir);
     return true;
   } finally {
     try {

@@ -93,3 +93,15 @@ describe('file store: I/O thread create errors', () => {
     ).toBe(false);
   });
 });
+
+describe('file store: I/O thread deletes', () => {
+  it('unlinks the file, and rejects ENOENT for one that is not there', async () => {
+    const dir = await freshDir();
+    await writeFile(path.join(dir, 'k'), 'x');
+    await ioPool.delete({ file: path.join(dir, 'k'), dir, fsync: true }, 2);
+    expect(await readdir(dir)).toEqual([]);
+    await expect(ioPool.delete({ file: path.join(dir, 'k'), dir, fsync: true }, 2)).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
+  });
+});
