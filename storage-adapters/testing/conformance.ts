@@ -102,6 +102,15 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
         expect(Buffer.from((await store.get('alias/k'))!).toString()).toBe('abc');
       });
 
+      it('stores exactly the bytes of a body that is a view into a larger buffer', async () => {
+        const store = await create();
+        // As frames are: slices of a shared pool, with bytes of other objects on either side.
+        const pool = Buffer.from('xxxxabcdefyyyy');
+        await store.putIfAbsent('view/k', pool.subarray(4, 10));
+        pool.fill(0x7a);
+        expect(Buffer.from((await store.get('view/k'))!).toString()).toBe('abcdef');
+      });
+
       it('rejects a malformed key with INVALID_ARGUMENT before touching storage', async () => {
         const store = await create();
         for (const key of ['', '../x', 'a//b', 'a/./b', 'sp ace', 'a\\b', '/abs']) {
