@@ -117,6 +117,7 @@ class IoPool {
     this.#pending.delete(reply.id);
     if (--pending.slot.load === 0) pending.slot.worker.unref();
     if ('created' in reply) pending.resolve(reply.created);
+    else if ('deleted' in reply) pending.resolve(undefined);
     else if ('body' in reply)
       pending.resolve(
         reply.body === null ? undefined : Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength),

@@ -39,13 +39,14 @@ export interface DeleteJob {
 
 /**
  * A reply: what the job came to (whether a create created the object; a read's bytes, or null
- * when there is no such file; a delete's `created: false`), or the error of the first call that failed (its code, such as
- * ENOENT when a directory was removed behind the store's back, its message, and whether it was
- * the open of a create's temp file, before which nothing was written).
+ * when there is no such file; that a delete is done), or the error of the first call that failed
+ * (its code, such as ENOENT when a directory was removed behind the store's back, its message,
+ * and whether it was the open of a create's temp file, before which nothing was written).
  */
 export type IoReply =
   | { id: number; created: boolean }
   | { id: number; body: Uint8Array | null }
+  | { id: number; deleted: true }
   | { id: number; error: { code: string | undefined; message: string; atOpen: boolean } };
 
 parentPort?.on('message', (job: CreateJob | ReadJob | DeleteJob) => {
@@ -54,7 +55,7 @@ parentPort?.on('message', (job: CreateJob | ReadJob | DeleteJob) => {
     if (job.op === 'create') reply = { id: job.id, created: create(job) };
     else if (job.op === 'delete') {
       remove(job);
-      reply = { id: job.id, created: false };
+      reply = { id: job.id, deleted: true };
     } else {
       const body = read(job.file);
       reply = { id: job.id, body };

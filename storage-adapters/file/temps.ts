@@ -21,8 +21,7 @@ let made = 0;
  * name cost ~4% of the main thread with thousands of engines writing.
  */
 export function tempOf(file: string): string {
-  made = (made + 1) % Number.MAX_SAFE_INTEGER;
-  return `${file}${TEMP_MARK}${TAG}-${made.toString(36)}.tmp`;
+  return `${file}${TEMP_MARK}${TAG}-${(++made).toString(36)}.tmp`;
 }
 
 /**
