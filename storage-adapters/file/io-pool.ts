@@ -7,7 +7,8 @@
  * the engines' captures for the one main thread.
  *
  * So creates, reads and deletes go to worker threads that make the calls blocking (io-worker.ts): one
- * message out and one back per object, and as many fsyncs in flight as threads. The threads are shared by
+ * message out per thread for what one turn of the event loop asked of it, replies back together
+ * (a create's or a delete's at once), and as many fsyncs in flight as threads. The threads are shared by
  * every FileStore of the process, started one at a time as writes in flight need them (a single
  * agent uses one), up to the largest `ioThreads` any FileStore asked for, and they do not keep
  * the process alive while idle. Should one fail to start, the writes sent to it are made on Node's
@@ -28,6 +29,15 @@ interface Slot {
 /** No I/O thread ran the job (none could start): the caller does it itself. */
 export class IoThreadUnavailable extends Error {}
 
+/** A job waiting for the end of this turn of the event loop, to be sent with the others. */
+interface Outgoing {
+  job: CreateJob | ReadJob | DeleteJob;
+  /** A create's body, handed over to the thread. */
+  transfer?: ArrayBuffer;
+  resolve?(value: boolean | Uint8Array | undefined): void;
+  reject?(err: Error): void;
+}
+
 interface Pending {
   slot: Slot;
   resolve(value: boolean | Uint8Array | undefined): void;
@@ -40,6 +50,7 @@ export const DEFAULT_IO_THREADS = 16;
 class IoPool {
   readonly #slots: Slot[] = [];
   readonly #pending = new Map<number, Pending>();
+  #outbox: Outgoing[] = [];
   #nextId = 1;
   #failed = false;
   /** The most threads any FileStore asked for. */
@@ -70,18 +81,55 @@ class IoPool {
     limit: number,
   ): Promise<boolean | Uint8Array | undefined> {
     this.#max = Math.max(this.#max, limit);
-    const slot = this.#slot();
-    if (slot === undefined) return Promise.reject(new IoThreadUnavailable('no FileStore I/O thread could start'));
     const id = this.#nextId++;
+    let out: Outgoing;
     if (job.op === 'create') {
       // A copy of its own, transferred: a pool slice would otherwise be cloned with its whole
       // slab. A body that cannot be read (a detached buffer) throws here, leaving nothing pending.
       const body = new Uint8Array(job.body);
-      slot.worker.postMessage({ ...job, body, id }, [body.buffer]);
-    } else slot.worker.postMessage({ ...job, id });
-    if (slot.load++ === 0) slot.worker.ref();
-    return new Promise((resolve, reject) => this.#pending.set(id, { slot, resolve, reject }));
+      out = { job: { ...job, body, id }, transfer: body.buffer as ArrayBuffer };
+    } else out = { job: { ...job, id } };
+    const promise = new Promise<boolean | Uint8Array | undefined>((resolve, reject) => {
+      out.resolve = resolve;
+      out.reject = reject;
+    });
+    this.#outbox.push(out);
+    if (this.#outbox.length === 1) queueMicrotask(this.#flush);
+    return promise;
   }
+
+  /**
+   * Sends what this turn of the event loop asked for, one message per thread: the reads together
+   * to the least loaded thread (an open reads a chain at once; each read is short), each create
+   * and delete to the least loaded thread at its turn (their fsyncs wait in parallel). A message
+   * and the thread's wake-up cost the main thread about as much as a read itself did.
+   */
+  readonly #flush = (): void => {
+    const outbox = this.#outbox;
+    this.#outbox = [];
+    const batches = new Map<Slot, Outgoing[]>();
+    let readSlot: Slot | undefined;
+    for (const out of outbox) {
+      const slot = out.job.op === 'read' ? (readSlot ??= this.#slot()) : this.#slot();
+      if (slot === undefined) {
+        out.reject!(new IoThreadUnavailable('no FileStore I/O thread could start'));
+        continue;
+      }
+      this.#pending.set(out.job.id, { slot, resolve: out.resolve!, reject: out.reject! });
+      if (slot.load++ === 0) slot.worker.ref();
+      const batch = batches.get(slot);
+      if (batch === undefined) batches.set(slot, [out]);
+      else batch.push(out);
+    }
+    for (const [slot, batch] of batches) {
+      const transfer: ArrayBuffer[] = [];
+      for (const out of batch) if (out.transfer !== undefined) transfer.push(out.transfer);
+      slot.worker.postMessage(
+        batch.map((out) => out.job),
+        transfer,
+      );
+    }
+  };
 
   /** The least loaded thread; a new one when every thread is busy and the limit allows. */
   #slot(): Slot | undefined {
@@ -100,9 +148,9 @@ class IoPool {
     worker.unref();
     const slot: Slot = { worker, load: 0, ready: false };
     // 'online' comes before the script loads: the thread says itself when it listens.
-    worker.on('message', (reply: IoReply | { ready: true }) => {
-      if ('ready' in reply) slot.ready = true;
-      else this.#settle(reply);
+    worker.on('message', (replies: IoReply[] | { ready: true }) => {
+      if ('ready' in replies) slot.ready = true;
+      else for (const reply of replies) this.#settle(reply);
     });
     worker.on('messageerror', (err) => this.#die(slot, err));
     worker.on('error', (err) => this.#die(slot, err));

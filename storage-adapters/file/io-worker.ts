@@ -38,7 +38,7 @@ export interface DeleteJob {
 }
 
 /**
- * A reply: what the job came to (whether a create created the object; a read's bytes, or null
+ * A reply (sent in arrays, see below): what the job came to (whether a create created the object; a read's bytes, or null
  * when there is no such file; that a delete is done), or the error of the first call that failed
  * (its code, such as ENOENT when a directory was removed behind the store's back, its message,
  * and whether it was the open of a create's temp file, before which nothing was written).
@@ -49,25 +49,44 @@ export type IoReply =
   | { id: number; deleted: true }
   | { id: number; error: { code: string | undefined; message: string; atOpen: boolean } };
 
-parentPort?.on('message', (job: CreateJob | ReadJob | DeleteJob) => {
-  let reply: IoReply;
+/**
+ * A message is the jobs of one turn of the main thread's event loop. Replies go back together,
+ * except that those ready are sent before a create or a delete starts, and a create's or a
+ * delete's as soon as it is done: no reply waits for another job's fsync.
+ */
+parentPort?.on('message', (jobs: (CreateJob | ReadJob | DeleteJob)[]) => {
+  let replies: IoReply[] = [];
+  let transfer: ArrayBuffer[] = [];
+  const send = (): void => {
+    if (replies.length === 0) return;
+    parentPort!.postMessage(replies, transfer);
+    replies = [];
+    transfer = [];
+  };
+  for (const job of jobs) {
+    if (job.op !== 'read') send();
+    replies.push(run(job, transfer));
+    if (job.op !== 'read') send();
+  }
+  send();
+});
+// Listening: jobs sent before this could not have run (io-pool.ts hands them back if it dies first).
+parentPort?.postMessage({ ready: true });
+
+/** Runs one job; a read's bytes join `transfer` (handed over, not copied). */
+function run(job: CreateJob | ReadJob | DeleteJob, transfer: ArrayBuffer[]): IoReply {
   try {
-    if (job.op === 'create') reply = { id: job.id, created: create(job) };
-    else if (job.op === 'delete') {
+    if (job.op === 'create') return { id: job.id, created: create(job) };
+    if (job.op === 'delete') {
       remove(job);
-      reply = { id: job.id, deleted: true };
-    } else {
-      const body = read(job.file);
-      reply = { id: job.id, body };
-      // The bytes are handed over, not copied.
-      if (body !== null) {
-        parentPort!.postMessage(reply, [body.buffer as ArrayBuffer]);
-        return;
-      }
+      return { id: job.id, deleted: true };
     }
+    const body = read(job.file);
+    if (body !== null) transfer.push(body.buffer as ArrayBuffer);
+    return { id: job.id, body };
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    reply = {
+    return {
       id: job.id,
       error: {
         code: typeof e?.code === 'string' ? e.code : undefined,
@@ -76,10 +95,7 @@ parentPort?.on('message', (job: CreateJob | ReadJob | DeleteJob) => {
       },
     };
   }
-  parentPort!.postMessage(reply);
-});
-// Listening: jobs sent before this could not have run (io-pool.ts hands them back if it dies first).
-parentPort?.postMessage({ ready: true });
+}
 
 /** The file's bytes in a buffer of their own (transferable), or null when it does not exist. */
 function read(file: string): Uint8Array | null {

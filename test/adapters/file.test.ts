@@ -245,3 +245,55 @@ describe('file store: I/O thread deletes', () => {
     });
   });
 });
+
+describe('file store: I/O thread batches', () => {
+  it('settles each job of one turn with its own outcome, whatever the others came to', async () => {
+    const dir = await freshDir();
+    const missing = path.join(dir, 'gone');
+    await writeFile(path.join(dir, 'taken'), 'x');
+    for (let i = 0; i < 8; i++) await writeFile(path.join(dir, `r${i}`), `body ${i}`);
+    const create = (name: string, at = dir): Promise<unknown> =>
+      ioPool
+        .create(
+          {
+            temp: path.join(at, `${name}#t.tmp`),
+            file: path.join(at, name),
+            dir: at,
+            body: Uint8Array.of(7),
+            fsync: true,
+          },
+          4,
+        )
+        .catch((e: unknown) => e);
+    const read = (name: string): Promise<unknown> =>
+      ioPool.read(path.join(dir, name), 4).then((b) => (b === undefined ? b : Buffer.from(b).toString()));
+    // All sent in this turn: reads, creates that win, lose and fail, and a delete, interleaved.
+    const outcomes = await Promise.all([
+      read('r0'),
+      create('c0'),
+      read('none'),
+      create('taken'),
+      read('r1'),
+      create('c1', missing),
+      ioPool.delete({ file: path.join(dir, 'r7'), dir, fsync: true }, 4).then(() => 'deleted'),
+      ...Array.from({ length: 5 }, (_, i) => read(`r${i + 2}`)),
+      create('c2'),
+    ]);
+    expect(outcomes).toEqual([
+      'body 0',
+      true,
+      undefined,
+      false,
+      'body 1',
+      expect.objectContaining({ code: 'ENOENT', atOpen: true }),
+      'deleted',
+      'body 2',
+      'body 3',
+      'body 4',
+      'body 5',
+      'body 6',
+      true,
+    ]);
+    expect((await readdir(dir)).sort()).toEqual(['c0', 'c2', 'r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'taken']);
+  });
+});
