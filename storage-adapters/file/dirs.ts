@@ -41,8 +41,47 @@ export class Dirs {
     return making;
   }
 
-  /** Forgets `dir` and its parents up to the root: they were removed behind our back. */
+  /**
+   * What a create into `dir` waits for first: undefined when it may go ahead at once, because
+   * `dir` is known, or because this store is making neither it nor a parent (so it was made
+   * before, by a store that made it durable as this one does, or it is missing and the create's
+   * open fails ENOENT, after which the caller makes it with `ensure`). A process that opens
+   * existing streams then costs no `mkdir` per directory, each failing EEXIST.
+   */
+  before(dir: string): Promise<void> | undefined {
+    if (this.#known.has(dir) || !this.#inFlight(dir)) return undefined;
+    return this.ensure(dir);
+  }
+
+  /**
+   * A create into `dir` succeeded without `ensure` (see `before`): it is known from now on. But
+   * when this store started making `dir` or a parent meanwhile (another create found it missing,
+   * made it, and is fsyncing its parent), the create may have linked into the new directory
+   * before that fsync: it waits for the same attempt before it counts as created.
+   */
+  found(dir: string): Promise<void> | undefined {
+    if (this.#known.has(dir)) return undefined;
+    if (this.#inFlight(dir)) return this.ensure(dir);
+    this.#known.add(dir);
+    return undefined;
+  }
+
+  /** Whether this store is making `dir` or a directory above it under its root. */
+  #inFlight(dir: string): boolean {
+    if (this.#making.size === 0) return false;
+    for (let d = dir; d.length >= this.#root.length; d = path.dirname(d)) {
+      if (this.#making.has(d)) return true;
+      if (d === this.#root) break;
+    }
+    return false;
+  }
+
+  /**
+   * Forgets `dir` and its parents up to the root: they were removed behind our back. Nothing to
+   * forget when `dir` was not known (a create found it missing: `ensure` makes what is missing).
+   */
   forget(dir: string): void {
+    if (!this.#known.has(dir)) return;
     for (let d = dir; d.length >= this.#root.length; d = path.dirname(d)) {
       this.#known.delete(d);
       if (d === this.#root) break;

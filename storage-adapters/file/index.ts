@@ -105,17 +105,23 @@ export class FileStore implements Store {
    * thread could run it. Once the write is handed over, an abort no longer stops it.
    */
   async #createOnThread(file: string, dir: string, body: Uint8Array): Promise<boolean | undefined> {
-    await this.#dirs.ensure(dir);
+    const waiting = this.#dirs.before(dir);
+    if (waiting !== undefined) await waiting;
     for (let attempt = 0; ; attempt++) {
       try {
         // The thread removes its temp file itself, whatever happens.
-        return await ioPool.create({ temp: tempOf(file), file, dir, body, fsync: this.#fsync }, this.#ioThreads);
+        const created = await ioPool.create(
+          { temp: tempOf(file), file, dir, body, fsync: this.#fsync },
+          this.#ioThreads,
+        );
+        await this.#dirs.found(dir);
+        return created;
       } catch (err) {
         if (err instanceof IoThreadUnavailable) return undefined;
         // Only a temp file that could not be opened is retried: a link that fails ENOENT means
         // the temp file was removed (a stream being deleted), and must not recreate the key there.
         if (!isMissing(err) || !(err as { atOpen?: boolean }).atOpen || attempt > 0) throw err;
-        // The directory was removed behind our back (another process cleaned up): make it again.
+        // The directory is new, or was removed behind our back (another process cleaned up): make it.
         this.#dirs.forget(dir);
         await this.#dirs.ensure(dir);
       }
@@ -140,6 +146,8 @@ export class FileStore implements Store {
         await handle.close();
       }
       throwIfAborted('putIfAbsent', key, options?.signal);
+      // Before the link: the directory is durable before the object is in it (see Dirs.found).
+      await this.#dirs.found(dir);
       try {
         // link(2) refuses an existing name: this is the atomic create-if-absent.
         await fs.link(temp, file);
@@ -312,12 +320,13 @@ export class FileStore implements Store {
 
   async #openTemp(dir: string, temp: string): Promise<fs.FileHandle> {
     const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL;
-    await this.#dirs.ensure(dir);
+    const waiting = this.#dirs.before(dir);
+    if (waiting !== undefined) await waiting;
     try {
       return await fs.open(temp, flags, 0o644);
     } catch (err) {
       if (!isMissing(err)) throw err;
-      // The directory was removed behind our back (another process cleaned up): make it again.
+      // The directory is new, or was removed behind our back (another process cleaned up): make it.
       this.#dirs.forget(dir);
       await this.#dirs.ensure(dir);
       return await fs.open(temp, flags, 0o644);

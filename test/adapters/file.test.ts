@@ -90,15 +90,17 @@ describe('file store: native behaviour', () => {
     await expect(store.get('a/b')).rejects.toMatchObject({ code: 'STORAGE' });
   });
 
-  it('leaves no temp file behind when a write fails', async () => {
+  it.each([{ ioThreads: 0 }, {}])('leaves no temp file behind when a write fails (%o)', async (options) => {
     const dir = await freshDir();
-    const store = new FileStore({ dir });
-    // A body that cannot be written: a detached buffer makes writeFile throw after the temp file exists.
+    const store = new FileStore({ dir, ...options });
+    await store.putIfAbsent('f/a', Uint8Array.of(1));
+    // A body that cannot be written: a detached buffer makes writeFile throw after the temp file
+    // exists (on Node's fs), or the copy handed to an I/O thread throw before anything is written.
     const body = new Uint8Array(new ArrayBuffer(8));
     structuredClone(body.buffer, { transfer: [body.buffer] });
     await expect(store.putIfAbsent('f/k', body)).rejects.toMatchObject({ code: 'STORAGE', key: 'f/k' });
-    expect(await readdir(path.join(dir, 'f'))).toEqual([]);
-    expect(await store.list('f/')).toEqual([]);
+    expect(await readdir(path.join(dir, 'f'))).toEqual(['a']);
+    expect(await store.list('f/')).toEqual(['f/a']);
   });
 
   it('sees objects written by another FileStore on the same dir (another process)', async () => {
@@ -194,6 +196,27 @@ describe('file store: directories', () => {
     dirs.forget(deep);
     await dirs.ensure(deep);
     expect((await stat(deep)).isDirectory()).toBe(true);
+  });
+
+  it('lets a create into an existing directory go ahead, and holds one that raced a make of its directory', async () => {
+    const root = await freshDir();
+    const synced: string[] = [];
+    const dirs = new Dirs(root, true, slowSync(synced));
+    await mkdir(path.join(root, 'old'));
+    // Made before this store: nothing to wait for, no mkdir, known once a create found it.
+    expect(dirs.before(path.join(root, 'old'))).toBeUndefined();
+    expect(dirs.found(path.join(root, 'old'))).toBeUndefined();
+    expect(synced).toEqual([]);
+    // A create found 'new' missing and makes it; another create linked into it meanwhile.
+    const fresh = path.join(root, 'new');
+    const making = dirs.ensure(fresh);
+    expect(dirs.before(fresh)).toBeInstanceOf(Promise);
+    const held = dirs.found(fresh);
+    expect(held).toBeInstanceOf(Promise);
+    await held;
+    expect(synced).toContain(root); // the new directory's entry was durable before it resolved
+    await making;
+    expect(dirs.before(fresh)).toBeUndefined();
   });
 
   it('makes the root and what is missing above it', async () => {
