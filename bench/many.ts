@@ -214,9 +214,11 @@ export async function manyStreamsScenario(
   const drainSeconds = (performance.now() - d0) / 1000;
   phase = 'done';
   engines.length = 0;
+  // As a restarted process would: a new instance of the store (its own directories unknown to it).
+  const restarted = kind.reopen?.(store) ?? store;
   const t0 = performance.now();
   await inBatches(streams, 64, async (i) => {
-    const e = await SnapshotEngine.open({ store, stream: `agent-${i}`, updates: mode });
+    const e = await SnapshotEngine.open({ store: restarted, stream: `agent-${i}`, updates: mode });
     await e.close();
   });
   const reopenSeconds = (performance.now() - t0) / 1000;

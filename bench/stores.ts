@@ -5,7 +5,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { FileStore, MemoryStore, type ListOptions, type Store, type StoreOptions } from 'statefold';
+import {
+  FileStore,
+  MemoryStore,
+  type FileStoreOptions,
+  type ListOptions,
+  type Store,
+  type StoreOptions,
+} from 'statefold';
 
 /** What a written object is, for counting bases and deltas apart. */
 /** What a write holds: a base, a delta, a fence, a full snapshot (baselines), or a hint (statefold's newest-base pointer). */
@@ -69,6 +76,11 @@ export interface StoreKind {
   name: 'memory' | 'file' | 's3';
   /** A fresh, empty store (a new directory, a new S3 prefix). */
   create(label: string, options?: { fsync?: boolean }): Promise<Store>;
+  /**
+   * The same objects through a new instance, as a restarted process would see them (a new
+   * FileStore on the same directory); a kind whose objects live only in one instance returns it.
+   */
+  reopen?(store: Store): Store;
   /** Removes everything this kind created. */
   cleanup(): Promise<void>;
 }
@@ -81,14 +93,20 @@ export function memoryStores(): StoreKind {
 export function fileStores(root?: string, ioThreads?: number): StoreKind {
   const dir = mkdtempSync(path.join(root ?? tmpdir(), 'statefold-bench-'));
   let n = 0;
+  const made = new WeakMap<Store, FileStoreOptions>();
   return {
     name: 'file',
-    create: async (label, options) =>
-      new FileStore({
+    create: async (label, options) => {
+      const o: FileStoreOptions = {
         dir: path.join(dir, `${++n}-${label.replace(/[^A-Za-z0-9._-]+/g, '_')}`),
         fsync: options?.fsync ?? true,
         ...(ioThreads !== undefined && { ioThreads }),
-      }),
+      };
+      const store = new FileStore(o);
+      made.set(store, o);
+      return store;
+    },
+    reopen: (store) => new FileStore(made.get(store)!),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
