@@ -16,6 +16,8 @@ export class Dirs {
   readonly #fsync: boolean;
   readonly #known = new Set<string>();
   readonly #making = new Map<string, Promise<void>>();
+  /** Directories this store made whose fsyncs failed, with what is still to be made durable. */
+  readonly #unsynced = new Map<string, () => Promise<void>>();
   readonly #sync: (dir: string) => Promise<void>;
 
   /** `sync` fsyncs a directory (tests pass one that records its calls). */
@@ -30,7 +32,8 @@ export class Dirs {
     if (this.#known.has(dir)) return Promise.resolve();
     let making = this.#making.get(dir);
     if (making === undefined) {
-      making = dir === this.#root || !dir.startsWith(this.#root + path.sep) ? this.#makeRoot(dir) : this.#make(dir);
+      const root = dir === this.#root || !dir.startsWith(this.#root + path.sep);
+      making = this.#unsynced.has(dir) ? this.#resync(dir, root) : root ? this.#makeRoot(dir) : this.#make(dir);
       this.#making.set(dir, making);
       const settled = (): void => void this.#making.delete(dir);
       making.then(() => {
@@ -68,9 +71,9 @@ export class Dirs {
 
   /** Whether this store is making `dir` or a directory above it under its root. */
   #inFlight(dir: string): boolean {
-    if (this.#making.size === 0) return false;
+    if (this.#making.size === 0 && this.#unsynced.size === 0) return false;
     for (let d = dir; d.length >= this.#root.length; d = path.dirname(d)) {
-      if (this.#making.has(d)) return true;
+      if (this.#making.has(d) || this.#unsynced.has(d)) return true;
       if (d === this.#root) break;
     }
     return false;
@@ -104,14 +107,38 @@ export class Dirs {
         this.forget(parent);
       }
     }
-    if (this.#fsync) await this.#sync(parent);
+    await this.#syncMade(dir, () => this.#sync(parent));
   }
 
   /** The root, with whatever it needs above it (outside the store: made as `mkdir -p` would). */
   async #makeRoot(dir: string): Promise<void> {
     const created = await fs.mkdir(dir, { recursive: true });
-    if (created === undefined || !this.#fsync) return;
-    for (let d = dir; d.length >= created.length; d = path.dirname(d)) await this.#sync(path.dirname(d));
+    if (created === undefined) return;
+    await this.#syncMade(dir, async () => {
+      for (let d = dir; d.length >= created.length; d = path.dirname(d)) await this.#sync(path.dirname(d));
+    });
+  }
+
+  /**
+   * Makes a directory this store just made durable. Should that fail, the directory exists but its
+   * entry may not be durable: it is kept apart, so that the next `ensure` (and any create that
+   * found it) runs the fsyncs again instead of taking it for one made before (EEXIST).
+   */
+  async #syncMade(dir: string, sync: () => Promise<void>): Promise<void> {
+    if (!this.#fsync) return;
+    try {
+      await sync();
+    } catch (err) {
+      this.#unsynced.set(dir, sync);
+      throw err;
+    }
+  }
+
+  /** The fsyncs of a directory made earlier whose fsyncs failed, after those of its parents. */
+  async #resync(dir: string, root: boolean): Promise<void> {
+    if (!root) await this.ensure(path.dirname(dir));
+    await this.#unsynced.get(dir)!();
+    this.#unsynced.delete(dir);
   }
 }
 

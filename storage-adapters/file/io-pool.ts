@@ -124,10 +124,19 @@ class IoPool {
     for (const [slot, batch] of batches) {
       const transfer: ArrayBuffer[] = [];
       for (const out of batch) if (out.transfer !== undefined) transfer.push(out.transfer);
-      slot.worker.postMessage(
-        batch.map((out) => out.job),
-        transfer,
-      );
+      try {
+        slot.worker.postMessage(
+          batch.map((out) => out.job),
+          transfer,
+        );
+      } catch (err) {
+        // Not sent, so none of them ran: each fails with the error, and the thread is as before.
+        for (const out of batch) {
+          this.#pending.delete(out.job.id);
+          if (--slot.load === 0) slot.worker.unref();
+          out.reject!(err as Error);
+        }
+      }
     }
   };
 
@@ -188,6 +197,9 @@ class IoPool {
     if (at < 0) return;
     this.#slots.splice(at, 1);
     this.#failed = true;
+    // After a message it could not read, the thread still runs: it must not hold the process.
+    slot.worker.unref();
+    void slot.worker.terminate().catch(() => undefined);
     const failure = slot.ready ? err : new IoThreadUnavailable(`no FileStore I/O thread could start: ${err.message}`);
     for (const [id, p] of this.#pending) {
       if (p.slot !== slot) continue;

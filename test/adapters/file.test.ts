@@ -219,6 +219,32 @@ describe('file store: directories', () => {
     expect(dirs.before(fresh)).toBeUndefined();
   });
 
+  it('runs the fsyncs again for a directory it made whose parent fsync failed, never taking it as made', async () => {
+    const root = await freshDir();
+    const synced: string[] = [];
+    let failNext = true;
+    const dirs = new Dirs(root, true, async (dir) => {
+      if (failNext) {
+        failNext = false;
+        throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+      }
+      await syncDir(dir);
+      synced.push(dir);
+    });
+    await dirs.ensure(root);
+    failNext = true;
+    const fresh = path.join(root, 'new');
+    await expect(dirs.ensure(fresh)).rejects.toMatchObject({ code: 'EIO' });
+    expect((await stat(fresh)).isDirectory()).toBe(true); // made, but its entry not durable
+    // A create that linked into it, or one about to, waits for the fsync again.
+    const held = dirs.found(fresh);
+    expect(held).toBeInstanceOf(Promise);
+    expect(dirs.before(path.join(fresh, 'below'))).toBeInstanceOf(Promise);
+    await held;
+    expect(synced).toEqual([root]);
+    expect(dirs.found(fresh)).toBeUndefined();
+  });
+
   it('makes the root and what is missing above it', async () => {
     const base = await freshDir();
     const root = path.join(base, 'p', 'q');
