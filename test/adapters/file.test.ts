@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { FileStore } from 'statefold';
 import { describeStoreConformance } from 'statefold/testing';
 // FileStore internals the store's own API cannot reach (its directories, the step an I/O thread
@@ -244,6 +244,32 @@ describe('file store: directories', () => {
     expect(synced).toEqual([root]);
     expect(dirs.found(fresh)).toBeUndefined();
   });
+
+  it.each([{ ioThreads: 0 }, {}])(
+    'holds a create until Dirs.found says its directory is durable (%o)',
+    async (options) => {
+      const dir = await freshDir();
+      const store = new FileStore({ dir, ...options });
+      await store.putIfAbsent('old/a', Uint8Array.of(1));
+      // A new store on the same directory: 'old' exists, unknown to it.
+      const again = new FileStore({ dir, ...options });
+      let release!: () => void;
+      const found = vi
+        .spyOn(Dirs.prototype, 'found')
+        .mockImplementation(() => new Promise<void>((resolve) => (release = resolve)));
+      try {
+        let settled = false;
+        const created = again.putIfAbsent('old/k', Uint8Array.of(2)).finally(() => (settled = true));
+        await vi.waitFor(() => expect(found).toHaveBeenCalledWith(path.join(dir, 'old')));
+        await new Promise((r) => setTimeout(r, 30));
+        expect(settled).toBe(false);
+        release();
+        expect(await created).toBe(true);
+      } finally {
+        found.mockRestore();
+      }
+    },
+  );
 
   it('makes the root and what is missing above it', async () => {
     const base = await freshDir();
