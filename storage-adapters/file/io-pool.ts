@@ -29,19 +29,17 @@ interface Slot {
 /** No I/O thread ran the job (none could start): the caller does it itself. */
 export class IoThreadUnavailable extends Error {}
 
-/** A job waiting for the end of this turn of the event loop, to be sent with the others. */
-interface Outgoing {
-  job: CreateJob | ReadJob | DeleteJob;
-  /** A create's body, handed over to the thread. */
-  transfer?: ArrayBuffer;
-  resolve?(value: boolean | Uint8Array | undefined): void;
-  reject?(err: Error): void;
-}
-
 interface Pending {
   slot: Slot;
   resolve(value: boolean | Uint8Array | undefined): void;
   reject(err: Error): void;
+}
+
+/** A job waiting for the end of this turn of the event loop, to be sent with the others. */
+interface Outgoing extends Omit<Pending, 'slot'> {
+  job: CreateJob | ReadJob | DeleteJob;
+  /** A create's body, handed over to the thread. */
+  transfer?: ArrayBuffer | undefined;
 }
 
 /** The default of `FileStoreOptions.ioThreads`. */
@@ -82,20 +80,19 @@ class IoPool {
   ): Promise<boolean | Uint8Array | undefined> {
     this.#max = Math.max(this.#max, limit);
     const id = this.#nextId++;
-    let out: Outgoing;
+    let sent: Outgoing['job'];
+    let transfer: ArrayBuffer | undefined;
     if (job.op === 'create') {
       // A copy of its own, transferred: a pool slice would otherwise be cloned with its whole
-      // slab. A body that cannot be read (a detached buffer) throws here, leaving nothing pending.
+      // slab. A body that cannot be read (a detached buffer) throws here, before anything is queued.
       const body = new Uint8Array(job.body);
-      out = { job: { ...job, body, id }, transfer: body.buffer as ArrayBuffer };
-    } else out = { job: { ...job, id } };
-    const promise = new Promise<boolean | Uint8Array | undefined>((resolve, reject) => {
-      out.resolve = resolve;
-      out.reject = reject;
+      sent = { ...job, body, id };
+      transfer = body.buffer as ArrayBuffer;
+    } else sent = { ...job, id };
+    return new Promise((resolve, reject) => {
+      this.#outbox.push({ job: sent, transfer, resolve, reject });
+      if (this.#outbox.length === 1) queueMicrotask(this.#flush);
     });
-    this.#outbox.push(out);
-    if (this.#outbox.length === 1) queueMicrotask(this.#flush);
-    return promise;
   }
 
   /**
@@ -112,10 +109,10 @@ class IoPool {
     for (const out of outbox) {
       const slot = out.job.op === 'read' ? (readSlot ??= this.#slot()) : this.#slot();
       if (slot === undefined) {
-        out.reject!(new IoThreadUnavailable('no FileStore I/O thread could start'));
+        out.reject(new IoThreadUnavailable('no FileStore I/O thread could start'));
         continue;
       }
-      this.#pending.set(out.job.id, { slot, resolve: out.resolve!, reject: out.reject! });
+      this.#pending.set(out.job.id, { slot, resolve: out.resolve, reject: out.reject });
       if (slot.load++ === 0) slot.worker.ref();
       const batch = batches.get(slot);
       if (batch === undefined) batches.set(slot, [out]);
@@ -131,11 +128,7 @@ class IoPool {
         );
       } catch (err) {
         // Not sent, so none of them ran: each fails with the error, and the thread is as before.
-        for (const out of batch) {
-          this.#pending.delete(out.job.id);
-          if (--slot.load === 0) slot.worker.unref();
-          out.reject!(err as Error);
-        }
+        for (const out of batch) this.#take(out.job.id)?.reject(err as Error);
       }
     }
   };
@@ -168,11 +161,18 @@ class IoPool {
     return slot;
   }
 
-  #settle(reply: IoReply): void {
-    const pending = this.#pending.get(reply.id);
-    if (pending === undefined) return;
-    this.#pending.delete(reply.id);
+  /** Removes a job from those pending, and from its thread's load; undefined when it is not pending. */
+  #take(id: number): Pending | undefined {
+    const pending = this.#pending.get(id);
+    if (pending === undefined) return undefined;
+    this.#pending.delete(id);
     if (--pending.slot.load === 0) pending.slot.worker.unref();
+    return pending;
+  }
+
+  #settle(reply: IoReply): void {
+    const pending = this.#take(reply.id);
+    if (pending === undefined) return;
     if ('created' in reply) pending.resolve(reply.created);
     else if ('deleted' in reply) pending.resolve(undefined);
     else if ('body' in reply)

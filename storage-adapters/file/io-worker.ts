@@ -38,8 +38,9 @@ export interface DeleteJob {
 }
 
 /**
- * A reply (sent in arrays, see below): what the job came to (whether a create created the object; a read's bytes, or null
- * when there is no such file; that a delete is done), or the error of the first call that failed
+ * A reply (sent in arrays, see below): what the job came to (whether a create created the
+ * object; a read's bytes, or null when there is no such file; that a delete is done), or the
+ * error of the first call that failed
  * (its code, such as ENOENT when a directory was removed behind the store's back, its message,
  * and whether it was the open of a create's temp file, before which nothing was written).
  */
