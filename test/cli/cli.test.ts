@@ -64,7 +64,8 @@ describe('statefold CLI on the file store', () => {
   it('restore --out writes the state losslessly: Date, typed arrays, NaN and -0 come back', async () => {
     const dir = await tempDir();
     await demo(dir);
-    const out = path.join(dir, '..', `restored-${randomBytes(3).toString('hex')}.json`);
+    // Outside the store's directory (a file there would be taken for a key), in a temp dir of its own.
+    const out = path.join(await tempDir(), 'restored.json');
     const r = await cli(['restore', dir, 'agent-42', '--seq', '5', '--out', out]);
     expect(r).toMatchObject({ code: 0, stdout: `restored seq 5 (base) to ${out}\n` });
     const back = fromJson(JSON.parse(await readFile(out, 'utf8'))) as Record<string, unknown>;
@@ -113,7 +114,7 @@ describe('statefold CLI on the file store', () => {
     const dir = await tempDir();
     const key = randomBytes(32);
     await demo(dir, { keys: { k1: key }, current: 'k1' });
-    const keyFile = path.join(dir, '..', `key-${randomBytes(3).toString('hex')}`);
+    const keyFile = path.join(await tempDir(), 'key');
     await writeFile(keyFile, key.toString('hex'));
     expect(await cli(['verify', dir, 'agent-42', '--key', `k1=${keyFile}`])).toMatchObject({ code: 0 });
     const locked = await cli(['show', dir, 'agent-42']);

@@ -10,6 +10,7 @@ import { OFFLOAD_MIN_BYTES, assembleFrameAsync } from '../../dist/engine/format/
 import { encodeValueInSlices } from '../../dist/engine/format/sliced.js';
 import { encodeValue } from '../../dist/engine/format/values.js';
 import { firstDifference } from '../support/same.js';
+import { tempDir } from '../support/stores.js';
 
 /**
  * Large bases are encoded in slices (yielding to the event loop) and assembled on a worker thread.
@@ -122,14 +123,12 @@ describe('the frame worker', () => {
       expect(firstDifference((await restore(store, `s${n}`)).state, states[n])).toBeUndefined();
   });
 
-  it('does not keep a process alive, and a process that awaits a large checkpoint waits for it', () => {
+  it('does not keep a process alive, and a process that awaits a large checkpoint waits for it', async () => {
+    const dir = await tempDir();
     const index = fileURLToPath(new URL('../../dist/engine/index.js', import.meta.url));
     const script = `
       import { FileStore, SnapshotEngine, restore } from ${JSON.stringify(index)};
-      import { mkdtempSync } from 'node:fs';
-      import { tmpdir } from 'node:os';
-      import { join } from 'node:path';
-      const store = new FileStore({ dir: mkdtempSync(join(tmpdir(), 'sf-worker-')) });
+      const store = new FileStore({ dir: ${JSON.stringify(dir)} });
       const engine = await SnapshotEngine.open({ store, stream: 'a' });
       const state = { text: Array.from({ length: 2000 }, (_, i) => 'line ' + i), samples: new Float64Array(20000).map((_, i) => Math.sin(i)) };
       // Not closed on purpose: the top-level await alone must keep the process running until the base is stored.
