@@ -57,8 +57,13 @@ export interface ManyResult {
   backlog: number;
   /** FileStore: its `ioThreads` (undefined: the default). */
   ioThreads?: number;
-  /** What the store commits alone in this process, before the engines open (storeAlone). */
+  /**
+   * What the store commits alone in this process (storeAlone): before the engines open, and again
+   * after they were closed and re-opened. On a shared VM the rate fsync allows swings within
+   * minutes, so the run is compared with both.
+   */
   alone?: StoreAlone;
+  aloneAfter?: StoreAlone;
 }
 
 /** Creates per second of the store alone (no engines), and the process's CPU per create. */
@@ -74,12 +79,18 @@ export interface StoreAlone {
  * first, untimed), `inFlight` at a time, for `ms`: what this store commits per second on this machine
  * with nothing else to do (for the file store, what fsync allows here).
  */
-async function storeAlone(store: Store, streams: number, ms: number, inFlight = 256): Promise<StoreAlone> {
+async function storeAlone(
+  store: Store,
+  label: string,
+  streams: number,
+  ms: number,
+  inFlight = 256,
+): Promise<StoreAlone> {
   const body = new Uint8Array(700).fill(7);
   // Directories made first, untimed: making one costs fsyncs of its parents, which the engines'
   // streams paid when they opened, not on each commit.
   const dirs = Math.min(streams, 4 * inFlight);
-  await inBatches(dirs, inFlight, (n) => store.putIfAbsent(aloneKey(n, dirs), body).then(() => undefined));
+  await inBatches(dirs, inFlight, (n) => store.putIfAbsent(aloneKey(label, n, dirs), body).then(() => undefined));
   let created = 0;
   let next = dirs;
   const end = performance.now() + ms;
@@ -89,7 +100,7 @@ async function storeAlone(store: Store, streams: number, ms: number, inFlight = 
     Array.from({ length: inFlight }, async () => {
       while (performance.now() < end) {
         const n = next++;
-        await store.putIfAbsent(aloneKey(n, dirs), body);
+        await store.putIfAbsent(aloneKey(label, n, dirs), body);
         created++;
       }
     }),
@@ -100,8 +111,8 @@ async function storeAlone(store: Store, streams: number, ms: number, inFlight = 
 }
 
 /** The n-th create's key: directory n mod `dirs`, and in it the next seq, as a stream's log has them. */
-function aloneKey(n: number, dirs: number): string {
-  return `alone/s${n % dirs}/${Math.floor(n / dirs)
+function aloneKey(label: string, n: number, dirs: number): string {
+  return `${label}/s${n % dirs}/${Math.floor(n / dirs)
     .toString(16)
     .padStart(16, '0')}`;
 }
@@ -121,7 +132,7 @@ export async function manyStreamsScenario(
   aloneMs = 0,
 ): Promise<ManyResult> {
   const store: Store = await kind.create(`many-${mode}`);
-  const alone = aloneMs > 0 ? await storeAlone(store, streams, aloneMs) : undefined;
+  const alone = aloneMs > 0 ? await storeAlone(store, 'alone', streams, aloneMs) : undefined;
   const agents: Agent[] = [];
   for (let i = 0; i < streams; i++) {
     agents.push(
@@ -138,6 +149,8 @@ export async function manyStreamsScenario(
     progress.tick(i + 1, streams, 'streams opened');
   });
 
+  // Heap figures are what stays reachable: measured after a full collection (--expose-gc).
+  global.gc?.();
   const memOpen = process.memoryUsage();
   const lateness: number[] = [];
   const latenessAt: number[] = [];
@@ -204,6 +217,7 @@ export async function manyStreamsScenario(
   phase = 'drain';
   const cpu = process.cpuUsage(cpu0);
   const seconds = windowMs / 1000;
+  global.gc?.();
   const mem1 = process.memoryUsage();
   progress.note(
     `${kind.name} ${mode}: ${(called / seconds).toFixed(0)} calls/s, ${(committed / seconds).toFixed(0)} commits/s in the window (target ${((streams / intervalMs) * 1000).toFixed(0)}/s)`,
@@ -222,6 +236,7 @@ export async function manyStreamsScenario(
     await e.close();
   });
   const reopenSeconds = (performance.now() - t0) / 1000;
+  const aloneAfter = aloneMs > 0 ? await storeAlone(restarted, 'alone-after', streams, aloneMs) : undefined;
   const fifth = windowMs / 5;
   const lateIn = (from: number, to: number): number =>
     summarize(lateness.filter((_, j) => latenessAt[j]! >= from && latenessAt[j]! < to)).p50;
@@ -251,6 +266,7 @@ export async function manyStreamsScenario(
     drainSeconds,
     backlog,
     ...(alone !== undefined && { alone }),
+    ...(aloneAfter !== undefined && { aloneAfter }),
   };
 }
 
