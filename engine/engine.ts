@@ -29,6 +29,7 @@ import { resume, type Opened, type Repair } from './writer/resume.js';
 import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
+import { MAX_PILED_FENCES, settlePile, type PileHost } from './writer/pile.js';
 
 export type { CheckpointInfo } from './writer/queue.js';
 export type { EffectOptions } from './effects/runner.js';
@@ -101,7 +102,17 @@ export class SnapshotEngine<S = unknown> {
     // The key new checkpoints are sealed with, fetched before the claim: a missing key fences no one.
     const sealing = await limits.keyring?.sealing(resolved.keys.stream);
     const claim = await claimStream(store, resolved.keys, limits, resolved.repair);
-    return new SnapshotEngine<S>(resolved, options.store, claim, await resume(resolved, claim, sealing));
+    const engine = new SnapshotEngine<S>(resolved, options.store, claim, await resume(resolved, claim, sealing));
+    if (claim.piled > MAX_PILED_FENCES && claim.view.slots.length > 0) await settlePile(engine.#pileHost());
+    return engine;
+  }
+
+  #pileHost(): PileHost {
+    return {
+      unchanged: () => this.#checkpointUnchanged(),
+      requireBase: () => this.#queue.requireBase(),
+      hinted: () => this.#afterBase.hinted(),
+    };
   }
 
   /**

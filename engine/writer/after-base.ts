@@ -65,6 +65,11 @@ export class AfterBase {
     return gc(this.store, this.stream, retention, { limits, storeTimeoutMs: Infinity });
   }
 
+  /** Resolves when no hint is being written (whatever its outcome); a background gc may still run. */
+  hinted(): Promise<void> {
+    return this.#hints.idle();
+  }
+
   /** Resolves when no hint is being written and no background gc is running (whatever their outcome). */
   async idle(): Promise<void> {
     await this.#hints.idle();

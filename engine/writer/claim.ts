@@ -40,6 +40,8 @@ export interface Claim {
   nextKey: string;
   /** The seq of that first commit: the slot of its fence. */
   seq: number;
+  /** Fences already in that slot, of opens that never committed (see pile.ts). */
+  piled: number;
 }
 
 const MAX_CLAIM_ATTEMPTS = 64;
@@ -94,7 +96,7 @@ export async function claimStream(
       const id: Identity = { stream: keys.stream, epoch: damaged.epoch, writer };
       if ((await putFence(store, keys, id, damaged.nextSeq, damaged.nextKey, limits)) === 'won') {
         const nextKey = keys.afterFence(damaged.nextSeq, id.epoch);
-        return { epoch: id.epoch, writer, view: damaged.view, nextKey, seq: damaged.nextSeq };
+        return { epoch: id.epoch, writer, view: damaged.view, nextKey, seq: damaged.nextSeq, piled: 0 };
       }
       await sleep(Math.min(50, 2 ** attempt) * Math.random());
       continue;
@@ -113,7 +115,9 @@ export async function claimStream(
         tail?.kind === 'fence' && view.slots.length > 0
           ? await fillBelow(store, keys, id, nextSeq, limits, view.log.from)
           : view;
-      return { epoch: id.epoch, writer, view: settled, nextKey: keys.afterFence(nextSeq, id.epoch), seq: nextSeq };
+      const nextKey = keys.afterFence(nextSeq, id.epoch);
+      const piled = tail?.kind === 'fence' ? (view.tailSlot?.keys.length ?? 0) : 0;
+      return { epoch: id.epoch, writer, view: settled, nextKey, seq: nextSeq, piled };
     }
     // Lost the next key to a commit: a writer is committing, perhaps as fast as it can. Jump ahead
     // of it (there is a committed checkpoint to fill from). Lost to a fence, another claim is racing
@@ -128,6 +132,7 @@ export async function claimStream(
           view: await fillBelow(store, keys, id, target, limits, view.log.from),
           nextKey: keys.afterFence(target, id.epoch),
           seq: target,
+          piled: 0,
         };
       }
     }

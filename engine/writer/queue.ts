@@ -124,6 +124,11 @@ export class CommitQueue {
     return this.#fenced;
   }
 
+  /** Makes the next commit a base, whatever the policy says. */
+  requireBase(): void {
+    this.#needBase = true;
+  }
+
   /** Queues a task; it commits after every task queued before it. */
   push(task: Task): void {
     this.#tasks.push(task);
