@@ -103,7 +103,7 @@ export class SnapshotEngine<S = unknown> {
     const sealing = await limits.keyring?.sealing(resolved.keys.stream);
     const claim = await claimStream(store, resolved.keys, limits, resolved.repair);
     const engine = new SnapshotEngine<S>(resolved, options.store, claim, await resume(resolved, claim, sealing));
-    if (claim.piled > MAX_PILED_FENCES && claim.view.slots.length > 0) await settlePile(engine.#pileHost());
+    if (claim.piled > MAX_PILED_FENCES) await settlePile(engine.#pileHost());
     return engine;
   }
 

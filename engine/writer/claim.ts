@@ -40,7 +40,7 @@ export interface Claim {
   nextKey: string;
   /** The seq of that first commit: the slot of its fence. */
   seq: number;
-  /** Fences already in that slot, of opens that never committed (see pile.ts). */
+  /** Fences already in that slot above a committed checkpoint, of opens that never committed (pile.ts). */
   piled: number;
 }
 
@@ -95,8 +95,8 @@ export async function claimStream(
       const damaged = await damagedTail(store, keys, err.seq, limits);
       const id: Identity = { stream: keys.stream, epoch: damaged.epoch, writer };
       if ((await putFence(store, keys, id, damaged.nextSeq, damaged.nextKey, limits)) === 'won') {
-        const nextKey = keys.afterFence(damaged.nextSeq, id.epoch);
-        return { epoch: id.epoch, writer, view: damaged.view, nextKey, seq: damaged.nextSeq, piled: 0 };
+        const commitKey = keys.afterFence(damaged.nextSeq, id.epoch);
+        return { epoch: id.epoch, writer, view: damaged.view, nextKey: commitKey, seq: damaged.nextSeq, piled: 0 };
       }
       await sleep(Math.min(50, 2 ** attempt) * Math.random());
       continue;
@@ -110,14 +110,13 @@ export async function claimStream(
     const { seq: nextSeq, key: nextKey } = nextFree(keys, tail, view.log.floor);
     let lostTo = await putFence(store, keys, id, nextSeq, nextKey, limits);
     if (lostTo === 'won') {
-      // Slots below a fence that was the tail may have been left unfilled by a claim that crashed.
-      const settled =
-        tail?.kind === 'fence' && view.slots.length > 0
-          ? await fillBelow(store, keys, id, nextSeq, limits, view.log.from)
-          : view;
-      const nextKey = keys.afterFence(nextSeq, id.epoch);
-      const piled = tail?.kind === 'fence' ? (view.tailSlot?.keys.length ?? 0) : 0;
-      return { epoch: id.epoch, writer, view: settled, nextKey, seq: nextSeq, piled };
+      // Slots below a fence that was the tail may have been left unfilled by a claim that crashed;
+      // the fences in its slot are of opens that never committed (pile.ts).
+      const aboveCommitted = tail?.kind === 'fence' && view.slots.length > 0;
+      const settled = aboveCommitted ? await fillBelow(store, keys, id, nextSeq, limits, view.log.from) : view;
+      const piled = aboveCommitted ? (view.tailSlot?.keys.length ?? 0) : 0;
+      const commitKey = keys.afterFence(nextSeq, id.epoch);
+      return { epoch: id.epoch, writer, view: settled, nextKey: commitKey, seq: nextSeq, piled };
     }
     // Lost the next key to a commit: a writer is committing, perhaps as fast as it can. Jump ahead
     // of it (there is a committed checkpoint to fill from). Lost to a fence, another claim is racing
