@@ -1,5 +1,5 @@
 /** The report's section on many streams in one process (bench/many.ts). */
-import type { ManyResult } from './many.js';
+import type { ManyResult, StoreAlone } from './many.js';
 import { table, bytes, int, ms, pct } from './stats.js';
 
 /** Holds: commits keep up with the schedule and lateness does not grow over the window. */
@@ -110,14 +110,19 @@ export function manySection(results: ManyResult[]): string[] {
   return out;
 }
 
+/** The store alone's runs that ran: before the engines, and after them. */
+function aloneRuns(r: ManyResult): StoreAlone[] {
+  return [r.alone, r.aloneAfter].filter((a) => a !== undefined);
+}
+
 /** The store alone's creates per second: the mean of its runs before and after the engines (when both ran). */
 function aloneRate(r: ManyResult): number {
-  const runs = [r.alone, r.aloneAfter].filter((a) => a !== undefined);
+  const runs = aloneRuns(r);
   return runs.reduce((sum, a) => sum + a.rate, 0) / runs.length;
 }
 
 /** The store alone's runs, before → after the engines: creates per second, and (unit) CPU µs per create. */
 function aloneText(r: ManyResult, unit = ''): string {
-  const runs = [r.alone, r.aloneAfter].filter((a) => a !== undefined);
+  const runs = aloneRuns(r);
   return `${runs.map((a) => int(a.rate)).join(' → ')}${unit && '/s'} (${runs.map((a) => int(a.cpuUsPerCreate)).join(' → ')}${unit})`;
 }
