@@ -2,7 +2,7 @@
 import type { Store } from '../storage-adapters/store.js';
 import { assertStore, readingOf } from './args.js';
 import type { UpdateMode } from './capture/index.js';
-import { resolveEffectRetention, type EffectRetention, type Ledger, type PendingPolicy } from './effects/ledger.js';
+import { resolveEffectRetention, type EffectRetention, type PendingPolicy } from './effects/ledger.js';
 import { StatefoldError } from './errors.js';
 import type { FrameReading } from './format/frame.js';
 import type { Encryption } from './format/keyring.js';
@@ -64,12 +64,6 @@ export interface CheckpointOptions {
   meta?: unknown;
 }
 
-/**
- * Internal: an effect ledger a new stream starts with (forkStream carries the original's, so a
- * fork never repeats an effect recorded there). A symbol, not an option: not part of the API.
- */
-export const SEED_LEDGER = Symbol('statefold.seedLedger');
-
 /** EngineOptions checked, with every default filled in. */
 export interface ResolvedEngineOptions {
   /** The caller's store behind the error boundary (log/guard.ts). */
@@ -82,8 +76,6 @@ export interface ResolvedEngineOptions {
   retention: Retention | undefined;
   onPendingEffect: PendingPolicy;
   effectRetention: Required<EffectRetention>;
-  /** The ledger a stream with no checkpoint starts with (see SEED_LEDGER). */
-  seedLedger: Ledger | undefined;
   repair: boolean;
 }
 
@@ -124,7 +116,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     retention: options.retention,
     onPendingEffect,
     effectRetention,
-    seedLedger: (options as { [SEED_LEDGER]?: Ledger })[SEED_LEDGER],
     repair: options.repair === true,
   };
 }

@@ -2,18 +2,30 @@
  * forkStream: a new stream whose first checkpoint is the state of another stream at a seq, with
  * that checkpoint's meta and effect ledger, so that an agent resumed from the fork skips every
  * effect the original recorded (and stops at one it left pending) instead of repeating it.
+ *
+ * The fork is one base at seq 1 of the new stream, created only if absent: that one write is the
+ * whole fork, so two forks racing for one target cannot both win, and the loser has nothing to
+ * clean up (no fence, no claim: a new stream has no writer to fence).
  */
+import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertSeq, assertStore } from '../args.js';
-import type { EffectRetention, Ledger } from '../effects/ledger.js';
+import {
+  expired,
+  ledgerEntries,
+  resolveEffectRetention,
+  type EffectRetention,
+  type Ledger,
+} from '../effects/ledger.js';
 import { StatefoldError } from '../errors.js';
-import type { Encryption } from '../format/keyring.js';
+import { Keyring, type Encryption } from '../format/keyring.js';
+import { encodeFrameOffThread } from '../format/offload.js';
+import { encodeValue } from '../format/values.js';
+import type { FrameHeader } from '../format/header.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
-import { SEED_LEDGER, type EngineOptions } from '../options.js';
 import { restore } from '../restore/index.js';
-import { SnapshotEngine } from '../engine.js';
-import { deleteStream } from './delete.js';
+import { sameBytes, wrapStorage } from '../writer/commit.js';
 
 /** Options of `forkStream`. */
 export interface ForkOptions {
@@ -57,48 +69,50 @@ export async function forkStream(store: Store, from: string, to: string, options
       'INVALID_ARGUMENT',
       `forkStream: the fork must be another stream than ${JSON.stringify(from)}`,
     );
+  const retention = resolveEffectRetention(options.effectRetention);
+  const keyring = Keyring.of(options.encryption, 'forkStream');
   const guarded = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'forkStream'));
-  // Refuse a target that exists before claiming it: opening it would fence its writer.
-  const existing = await guarded.list(target.root, { limit: 1, ...(options.signal && { signal: options.signal }) });
-  if (existing.length > 0) {
-    throw new StatefoldError('INVALID_ARGUMENT', `forkStream: stream ${JSON.stringify(to)} already exists`, {
-      stream: to,
-    });
-  }
+  const signalOpt = options.signal ? { signal: options.signal } : undefined;
+  const exists = (): StatefoldError =>
+    new StatefoldError('INVALID_ARGUMENT', `forkStream: stream ${JSON.stringify(to)} already exists`, { stream: to });
+  // Refuse a target that exists before reading the original (a retry of a fork that landed too).
+  if ((await guarded.list(target.root, { limit: 1, ...signalOpt })).length > 0) throw exists();
   const restored = await restore(store, from, {
     ...(options.seq !== undefined && { seq: options.seq }),
     ...(options.encryption && { encryption: options.encryption }),
     ...(options.signal && { signal: options.signal }),
     ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
   });
-  const ledger: Ledger = new Map(restored.effects.map((r) => [r.token, r]));
-  const open: EngineOptions & { [SEED_LEDGER]: Ledger } = {
-    store,
+  // The ledger as the fork's engine would carry it: settled tokens past effectRetention dropped.
+  const now = Date.now();
+  const all: Ledger = new Map(restored.effects.map((r) => [r.token, r]));
+  const drop = new Set(expired(all, retention, now));
+  const ledger: Ledger = new Map([...all].filter(([token]) => !drop.has(token)));
+  const header: FrameHeader = {
     stream: to,
-    [SEED_LEDGER]: ledger,
-    ...(options.encryption && { encryption: options.encryption }),
-    ...(options.effectRetention && { effectRetention: options.effectRetention }),
-    ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
+    seq: 1,
+    epoch: 1,
+    writer: randomBytes(8).toString('hex'),
+    createdAt: now,
+    baseSeq: 1,
   };
-  const engine = await SnapshotEngine.open(open);
+  if (restored.meta !== undefined) header.meta = encodeValue(restored.meta);
+  if (ledger.size > 0) header.ledger = ledgerEntries(ledger);
+  const frame = await encodeFrameOffThread('base', header, restored.state, undefined, 1, await keyring?.sealing(to));
+  const key = target.slot(1);
+  let created: boolean;
   try {
-    // Another fork or engine got there between the check and the claim: leave what it wrote alone.
-    if (engine.seq !== 0) {
-      throw new StatefoldError('INVALID_ARGUMENT', `forkStream: stream ${JSON.stringify(to)} already exists`, {
-        stream: to,
-      });
-    }
-    let info;
-    try {
-      info = await engine.checkpoint(restored.state, { meta: restored.meta });
-    } catch (err) {
-      // Leave no half-made fork (its fence alone) that a retry would find "already exists".
-      await engine.close().catch(() => undefined);
-      await deleteStream(store, to).catch(() => undefined);
-      throw err;
-    }
-    return { stream: to, seq: info.seq, from: { stream: from, seq: restored.seq }, effects: ledger.size };
-  } finally {
-    await engine.close().catch(() => undefined);
+    created = await guarded.putIfAbsent(key, frame, signalOpt);
+  } catch (err) {
+    // The write may have landed before the error: look before reporting failure.
+    const landed = await guarded.get(key).catch(() => undefined);
+    if (landed === undefined || !sameBytes(landed, frame)) throw wrapStorage(err, to, 1, key, 'forkStream');
+    created = true;
   }
+  if (!created) {
+    // Taken: another fork, or an engine opened on `to`, got there first (or our own earlier try).
+    const there = await guarded.get(key, signalOpt);
+    if (there === undefined || !sameBytes(there, frame)) throw exists();
+  }
+  return { stream: to, seq: 1, from: { stream: from, seq: restored.seq }, effects: ledger.size };
 }

@@ -34,13 +34,13 @@ export async function resume(
   sealing: SealingKey | undefined,
 ): Promise<Opened> {
   const capturer = createCapturer(options.updates);
-  // A new stream starts with no effects, or with the ledger it was forked with (forkStream).
+  // A new stream starts with no effects.
   if (claim.view.slots.length === 0)
     // Below its first commit's seq (1, or the floor of a stream recreated after an interrupted delete).
     return {
       head: { ...EMPTY_HEAD, seq: claim.seq - 1 },
       capturer,
-      ledger: options.seedLedger ?? EMPTY_LEDGER,
+      ledger: EMPTY_LEDGER,
       sealing,
       needBase: false,
     };
