@@ -23,9 +23,9 @@ import {
 } from './options.js';
 import type { ResolvedPolicy } from './policy.js';
 import type { GcReport, Retention } from './retention.js';
-import { claimStream, type Claim } from './writer/claim.js';
+import type { Claim } from './writer/claim.js';
 import { SlotWriter } from './writer/commit.js';
-import { resume, type Opened, type Repair } from './writer/resume.js';
+import { claimAndResume, type Opened, type Repair } from './writer/resume.js';
 import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
@@ -98,11 +98,11 @@ export class SnapshotEngine<S = unknown> {
    */
   static async open<S = unknown>(options: EngineOptions): Promise<SnapshotEngine<S>> {
     const resolved = resolveEngineOptions(options);
-    const { store, limits } = resolved;
+    const { limits } = resolved;
     // The key new checkpoints are sealed with, fetched before the claim: a missing key fences no one.
     const sealing = await limits.keyring?.sealing(resolved.keys.stream);
-    const claim = await claimStream(store, resolved.keys, limits, resolved.repair);
-    const engine = new SnapshotEngine<S>(resolved, options.store, claim, await resume(resolved, claim, sealing));
+    const { claim, opened } = await claimAndResume(resolved, sealing);
+    const engine = new SnapshotEngine<S>(resolved, options.store, claim, opened);
     if (claim.piled > MAX_PILED_FENCES) await settlePile(engine.#pileHost());
     return engine;
   }

@@ -109,6 +109,23 @@ async function listUpTo(
   }
 }
 
+/** The seq of the newest slot of the log from seq `from` on (paging through it); `from` when none is listed. */
+export async function newestSlotFrom(
+  store: Store,
+  keys: StreamKeys,
+  from: number,
+  signal?: AbortSignal,
+): Promise<number> {
+  let newest = from;
+  let startAfter = `${keys.slot(from - 1)}~`;
+  for (;;) {
+    const page = await store.list(keys.log, { startAfter, limit: 1000, ...(signal && { signal }) });
+    for (const key of page) newest = Math.max(newest, keys.parse(key)?.seq ?? 0);
+    if (page.length < 1000) return newest;
+    startAfter = page[page.length - 1]!;
+  }
+}
+
 /** The key that decides a slot: its last. */
 export function tailKey(slot: Slot): string {
   return slot.keys[slot.keys.length - 1]!;

@@ -26,16 +26,19 @@ export async function readFrame(
   signal?: AbortSignal,
 ): Promise<Frame> {
   const bytes = await store.get(key, signal ? { signal } : undefined);
-  if (bytes === undefined) {
-    const err = new StatefoldError(
-      'NOT_FOUND',
-      `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`,
-      { stream: keys.stream, seq, key },
-    );
-    Object.defineProperty(err, VANISHED, { value: true });
-    throw err;
-  }
+  if (bytes === undefined) throw vanishedError(keys, seq, key);
   return openFrame(bytes, { stream: keys.stream, key, seq }, limits);
+}
+
+/** The NOT_FOUND of an object listed at `key` of slot `seq` and gone before it was read (see vanished). */
+export function vanishedError(keys: StreamKeys, seq: number, key: string): StatefoldError {
+  const err = new StatefoldError(
+    'NOT_FOUND',
+    `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`,
+    { stream: keys.stream, seq, key },
+  );
+  Object.defineProperty(err, VANISHED, { value: true });
+  return err;
 }
 
 /**

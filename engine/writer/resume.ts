@@ -9,7 +9,8 @@ import { isStatefoldError } from '../errors.js';
 import type { SealingKey } from '../format/keyring.js';
 import type { ResolvedEngineOptions } from '../options.js';
 import { readChain, type ReadChain } from '../restore/chain.js';
-import type { Claim } from './claim.js';
+import { claimStream, type Claim } from './claim.js';
+import { vanished } from '../log/read.js';
 import { repair, withRepairHint, type Repair } from './repair.js';
 import { EMPTY_HEAD, type Head } from './queue.js';
 
@@ -25,6 +26,26 @@ export interface Opened {
   needBase: boolean;
   /** Opened with `repair` on a damaged newest chain: what it started from instead, and what it passed over. */
   repaired?: Repair;
+}
+
+/** Claims made by one open whose listed chain was deleted before it could be read, before it gives up. */
+const MAX_OPEN_ATTEMPTS = 4;
+
+/** Claims the stream and reads where the engine starts from. */
+export async function claimAndResume(
+  options: ResolvedEngineOptions,
+  sealing: SealingKey | undefined,
+): Promise<{ claim: Claim; opened: Opened }> {
+  for (let attempt = 1; ; attempt++) {
+    const claim = await claimStream(options.store, options.keys, options.limits, options.repair);
+    try {
+      return { claim, opened: await resume(options, claim, sealing) };
+    } catch (err) {
+      // The chain the claim listed was deleted before it could be read (deleteStream ran
+      // meanwhile): claim again, from what the stream holds now.
+      if (!vanished(err) || attempt >= MAX_OPEN_ATTEMPTS) throw err;
+    }
+  }
 }
 
 /** Reads the newest chain below the claim's fence, and what the engine needs to go on writing it. */

@@ -49,6 +49,107 @@ async function expectWhole(store: Store, stream: string, newest: unknown): Promi
 
 const RETAIN = { keepLast: 2, minAgeMs: 0 };
 
+describe('races: an open against a writer whose retention deletes behind it', () => {
+  it('an open whose fence lands in a slot retention deleted does not fork: it opens after the newest checkpoint and fences the writer', async () => {
+    const inner = new MemoryStore();
+    const a = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 4 }, retention: RETAIN });
+    for (let n = 1; n <= 10; n++) await a.checkpoint({ n });
+    // B lists and reads the stream at seq 10; its fence (its first write) is held...
+    const b = holdOnce(inner, (op) => op === 'putIfAbsent');
+    const opening = SnapshotEngine.open<{ n: number | string }>({ store: b.store, stream: 's' });
+    await b.reached;
+    // ...while A commits 20 more and its retention deletes the slot B is about to fence.
+    for (let n = 11; n <= 30; n++) await a.checkpoint({ n });
+    await a.gc();
+    expect((await listCheckpoints(inner, 's'))[0]!.seq).toBeGreaterThan(11);
+    b.release();
+    const engine = await opening;
+    expect(engine.seq).toBe(30);
+    expect(engine.state).toEqual({ n: 30 });
+    for (let k = 1; k <= 5; k++) expect((await engine.checkpoint({ n: `b${k}` })).seq).toBe(30 + k);
+    expect(engine.fenced).toBe(false);
+    await expect(a.checkpoint({ n: 31 })).rejects.toMatchObject({ code: 'FENCED' });
+    for (let k = 1; k <= 5; k++) expect((await restore(inner, 's', { seq: 30 + k })).state).toEqual({ n: `b${k}` });
+    await engine.close();
+    await expectWhole(inner, 's', { n: 'b5' });
+  });
+
+  it('the same with the default grace: a fence stalled past minAgeMs while gc deletes its slot', async () => {
+    const inner = new MemoryStore();
+    const a = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 4 } });
+    for (let n = 1; n <= 10; n++) await a.checkpoint({ n });
+    const b = holdOnce(inner, (op) => op === 'putIfAbsent');
+    const opening = SnapshotEngine.open<{ n: number | string }>({ store: b.store, stream: 's' });
+    await b.reached;
+    for (let n = 11; n <= 30; n++) await a.checkpoint({ n });
+    // A gc run 31.5 s later, with the default 30 s grace for readers.
+    await gc(inner, 's', { keepLast: 2 }, { now: Date.now() + 31_500 });
+    b.release();
+    const engine = await opening;
+    expect(engine.seq).toBe(30);
+    expect((await engine.checkpoint({ n: 'b' })).seq).toBe(31);
+    await expect(a.checkpoint({ n: 31 })).rejects.toMatchObject({ code: 'FENCED' });
+    await engine.close();
+    await expectWhole(inner, 's', { n: 'b' });
+  });
+
+  it('a jump-ahead fence that lands in a slot retention deleted does not fork either', async () => {
+    const inner = new MemoryStore();
+    const a = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 4 }, retention: RETAIN });
+    for (let n = 1; n <= 10; n++) await a.checkpoint({ n });
+    // B's first fence (slot 11) waits until A took slot 11, so B jumps ahead: that jump is held
+    // while A commits past it and deletes behind.
+    let puts = 0;
+    const first = latch();
+    const firstGo = latch();
+    const second = latch();
+    const secondGo = latch();
+    const store = new HookStore(inner, async (op) => {
+      if (op !== 'putIfAbsent') return;
+      const n = ++puts;
+      if (n === 1) {
+        first.open();
+        await firstGo.p;
+      } else if (n === 2) {
+        second.open();
+        await secondGo.p;
+      }
+    });
+    const opening = SnapshotEngine.open<{ n: number | string }>({ store, stream: 's' });
+    await first.p;
+    await a.checkpoint({ n: 11 });
+    firstGo.open();
+    await second.p;
+    for (let n = 12; n <= 40; n++) await a.checkpoint({ n });
+    await a.gc();
+    secondGo.open();
+    const engine = await opening;
+    expect(engine.seq).toBe(40);
+    expect(engine.state).toEqual({ n: 40 });
+    await expect(a.checkpoint({ n: 41 })).rejects.toMatchObject({ code: 'FENCED' });
+    expect((await engine.checkpoint({ n: 'b' })).seq).toBe(41);
+    await engine.close();
+    await expectWhole(inner, 's', { n: 'b' });
+  });
+
+  it('an open whose listed chain retention deletes before it is read lists again instead of failing NOT_FOUND', async () => {
+    const inner = new MemoryStore();
+    const a = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 4 }, retention: RETAIN });
+    for (let n = 1; n <= 10; n++) await a.checkpoint({ n });
+    const b = holdOnce(inner, (op, key) => op === 'get' && key.includes('/log/'));
+    const opening = SnapshotEngine.open<{ n: number | string }>({ store: b.store, stream: 's' });
+    await b.reached;
+    for (let n = 11; n <= 30; n++) await a.checkpoint({ n });
+    await a.gc();
+    b.release();
+    const engine = await opening;
+    expect(engine.seq).toBe(30);
+    expect(engine.state).toEqual({ n: 30 });
+    await expect(a.checkpoint({ n: 31 })).rejects.toMatchObject({ code: 'FENCED' });
+    await engine.close();
+  });
+});
+
 describe('races: two forks to one target', () => {
   it('one fork resolves, the other rejects INVALID_ARGUMENT and deletes nothing', async () => {
     const inner = new MemoryStore();
@@ -117,5 +218,48 @@ describe('races: two forks to one target', () => {
         if (r.status === 'rejected') expect(r.reason, `round ${round}`).toMatchObject({ code: 'INVALID_ARGUMENT' });
       expect((await restore(inner, 'dst')).state).toEqual({ n: 1 });
     }
+  });
+});
+
+describe('races: taking over a writer much faster than the claim', () => {
+  /** Commits `{ n }` back to back with 3 in flight until fenced; resolves the acknowledged seqs by n. */
+  function busyWriter(engine: SnapshotEngine) {
+    const acked = new Map<number, number>();
+    let fenced = false;
+    const done = (async () => {
+      const inFlight = new Set<Promise<unknown>>();
+      for (let n = 1; n <= 100_000 && !fenced; n++) {
+        const p = engine.checkpoint({ n }).then(
+          (info) => void acked.set(info.seq, n),
+          (err: { code?: string }) => {
+            if (err.code !== 'FENCED') throw err;
+            fenced = true;
+          },
+        );
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p)).catch(() => undefined);
+        if (inFlight.size >= 3) await Promise.race(inFlight);
+      }
+      await Promise.all(inFlight);
+      return fenced;
+    })();
+    return { acked, done };
+  }
+
+  it('an open whose every store call takes 30x the writer’s converges, fences it and keeps every acknowledged seq', async () => {
+    const inner = new MemoryStore();
+    const delay = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
+    const writer = await SnapshotEngine.open({ store: new HookStore(inner, delay(1)), stream: 's' });
+    const busy = busyWriter(writer);
+    while (busy.acked.size < 20) await new Promise((r) => setTimeout(r, 5));
+    const fresh = await SnapshotEngine.open({ store: new HookStore(inner, delay(30)), stream: 's' });
+    expect(await busy.done).toBe(true);
+    const mine = await fresh.checkpoint({ n: 'new' });
+    await fresh.close();
+    const entries = await listCheckpoints(inner, 's');
+    expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));
+    expect(entries[entries.length - 1]!.seq).toBe(mine.seq);
+    for (const [seq, n] of busy.acked) expect((await restore(inner, 's', { seq })).state).toEqual({ n });
+    for (const e of entries.filter((x) => x.filler)) expect(busy.acked.has(e.seq)).toBe(false);
   });
 });
