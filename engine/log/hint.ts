@@ -76,7 +76,11 @@ export async function newestView(
   if (hinted !== undefined) {
     const hint = hinted.seq;
     const log = await listLog(store, keys, signal, hint);
-    if (log.slots.length === 0 && log.below.length === 0) {
+    // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
+    // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole
+    // listing tells what is left. Otherwise the newest objects were deleted.
+    const empty = log.slots.length === 0 && log.below.length === 0;
+    if (empty && log.floor <= hint && (await readHint(store, keys, signal))?.seq === hint) {
       throw new StatefoldError(
         'CORRUPT',
         `stream ${JSON.stringify(keys.stream)}: a hint says seq ${hint} was committed as a base, but no object from seq ${hint} on is left (the newest objects were deleted?)`,

@@ -1,9 +1,13 @@
 /**
  * deleteStream: removes every object of a stream. It first fences the stream (an engine still
- * writing it fails FENCED at its next commit) and records a retention floor above everything (from
+ * writing it fails FENCED at its next commit) and records a retention floor above the fence (from
  * then on readers find no checkpoint, and an interrupted delete leaves a stream that reads as empty,
- * never a partial one), then deletes the objects, the fence and the floor last. It needs no keys:
- * it reads only what frames keep in the clear.
+ * never a partial one), then deletes every object below the floor, the fences and the floor last.
+ * It needs no keys: it reads only what frames keep in the clear.
+ *
+ * The fence is where the delete takes effect. An engine that opens on the stream after it finds
+ * the floor, and starts a new stream at the floor's seq (log/listing.ts): the delete leaves that
+ * new stream's objects, all at or above the floor, alone.
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
@@ -33,9 +37,16 @@ export interface DeleteReport {
 }
 
 const PAGE = 1000;
-const MAX_FENCE_TRIES = 16;
+/** Rounds of listing and deleting what is below the floor before giving up (each finds what raced the last). */
+const MAX_ROUNDS = 16;
+/** Slots fenced at once ahead of a writer that took the next one, doubled while it keeps winning. */
+const FIRST_WINDOW = 8;
+const MAX_FENCE_TRIES = 12;
 
-/** Deletes everything of `stream` from `store`. Resolves when no key of it is left; a stream with none resolves at once. */
+/**
+ * Deletes everything of `stream` from `store` (see above). Resolves when no object of the stream
+ * as it was when the delete fenced it is left; a stream with none resolves at once.
+ */
 export async function deleteStream(
   store: Store,
   stream: string,
@@ -49,40 +60,54 @@ export async function deleteStream(
   const keys = new StreamKeys(stream);
   const signal = options.signal;
   const opt = signal ? { signal } : undefined;
+  if ((await allKeys(store, keys.root, signal)).length === 0) return { deletedKeys: 0 };
+  const { fences, floorKey, floor } = await fence(store, keys, signal);
+  const ours = new Set([...fences, floorKey]);
   let deletedKeys = 0;
-  // Each round fences, floors and deletes; a writer that committed below the fence meanwhile leaves
-  // keys the next round finds. Bounded: once fenced, no engine commits above the fence.
-  for (let round = 0; round < 4; round++) {
-    if ((await allKeys(store, keys.root, signal)).length === 0) break;
-    const { fenceKey, floorKey } = await fence(store, keys, signal);
-    const all = await allKeys(store, keys.root, signal);
-    const last = new Set([fenceKey, floorKey]);
-    const total = deletedKeys + all.length;
-    const done = (): void => {
-      deletedKeys++;
-      options.onProgress?.({ deleted: deletedKeys, total });
-    };
-    for (const key of all) {
-      if (last.has(key)) continue;
-      await store.delete(key, opt);
-      done();
+  let total = 0;
+  const done = (): void => {
+    deletedKeys++;
+    options.onProgress?.({ deleted: deletedKeys, total });
+  };
+  // A writer that had the stream open may still commit below the fences until it reaches one,
+  // and a claim that listed before the floor may land a fence below it: each round deletes what
+  // the last one did not see. Bounded: no engine commits below the floor once it has met a fence.
+  for (let round = 0; ; round++) {
+    const doomed = (await allKeys(store, keys.root, signal)).filter((k) => !ours.has(k) && below(keys, k, floor));
+    if (doomed.length === 0) break;
+    if (round >= MAX_ROUNDS) {
+      throw new StatefoldError(
+        'STORAGE',
+        `deleteStream ${JSON.stringify(stream)}: objects keep appearing below its fence after ${MAX_ROUNDS} rounds (an engine that was not fenced is writing it?)`,
+        { stream },
+      );
     }
-    // The fence, then the floor: until the floor goes, readers find no checkpoint.
-    for (const key of [fenceKey, floorKey]) {
+    total = deletedKeys + doomed.length + ours.size;
+    for (const key of doomed) {
       await store.delete(key, opt);
       done();
     }
   }
-  if ((await allKeys(store, keys.root, signal)).length > 0) {
-    throw new StatefoldError(
-      'STORAGE',
-      `deleteStream ${JSON.stringify(stream)}: keys keep appearing (an engine that was not fenced is writing it?)`,
-      { stream },
-    );
+  total = deletedKeys + ours.size;
+  // The fences, then the floor: until the floor goes, readers find no checkpoint.
+  for (const key of [...fences, floorKey]) {
+    await store.delete(key, opt);
+    done();
   }
-  // Whatever the store keeps for those keys besides them (temp files, empty directories).
-  await inner.removeLeftovers?.(keys.root, opt);
+  // Whatever the store keeps for those keys besides them (temp files, empty directories), unless
+  // an engine opened meanwhile has started the stream anew.
+  if ((await allKeys(store, keys.root, signal)).length === 0) await inner.removeLeftovers?.(keys.root, opt);
   return { deletedKeys };
+}
+
+/**
+ * Whether `key` of the stream is of what the delete removes: a log key or hint below `floor`, an
+ * older floor, or a key of no known kind. Log keys, hints and floors from `floor` up belong to a
+ * stream started anew after the delete took effect.
+ */
+function below(keys: StreamKeys, key: string, floor: number): boolean {
+  const seq = keys.parse(key)?.seq ?? keys.parseHint(key) ?? keys.parseFloor(key);
+  return seq === undefined || seq < floor;
 }
 
 /** Every key under `prefix`, a page at a time. */
@@ -100,14 +125,16 @@ async function allKeys(store: Store, prefix: string, signal: AbortSignal | undef
 }
 
 /**
- * Fences the stream at its next free key (further ahead each time a writer takes that key first)
- * and writes a floor above the fence: the keys of both.
+ * Fences the stream at its next free key, and writes a floor above the fence. When a writer takes
+ * that key first it is committing: the delete then fences a window of slots after it at once (it
+ * stops at the first it meets), wider each time it wins them all. Returns the keys of the fences
+ * that stand, the floor's key, and the floor.
  */
 async function fence(
   store: Store,
   keys: StreamKeys,
   signal: AbortSignal | undefined,
-): Promise<{ fenceKey: string; floorKey: string }> {
+): Promise<{ fences: string[]; floorKey: string; floor: number }> {
   const opt = signal ? { signal } : undefined;
   const writer = randomBytes(8).toString('hex');
   const log = await listLog(store, keys, signal);
@@ -125,16 +152,23 @@ async function fence(
     key = keys.slot(seq);
     epoch = highestKeyEpoch(log) + 1;
   }
-  for (let attempt = 0; attempt < MAX_FENCE_TRIES; attempt++) {
-    const header = { stream: keys.stream, seq, epoch, writer, createdAt: Date.now() };
-    if (await store.putIfAbsent(key, encodeFrame('fence', header, new Uint8Array(0)), opt)) {
-      const floorKey = keys.floor(seq + 1);
-      await store.putIfAbsent(floorKey, new Uint8Array(0), opt);
-      return { fenceKey: key, floorKey };
-    }
-    // A writer took it: fence further ahead, where it has not reached yet.
-    seq += 4 << attempt;
-    key = keys.slot(seq);
+  const put = async (s: number, k: string): Promise<boolean> => {
+    const header = { stream: keys.stream, seq: s, epoch, writer, createdAt: Date.now() };
+    return store.putIfAbsent(k, encodeFrame('fence', header, new Uint8Array(0)), opt);
+  };
+  const withFloor = async (fences: string[], top: number) => {
+    const floorKey = keys.floor(top + 1);
+    await store.putIfAbsent(floorKey, new Uint8Array(0), opt);
+    return { fences, floorKey, floor: top + 1 };
+  };
+  if (await put(seq, key)) return withFloor([key], seq);
+  // A writer took it: fence the slots after it, all at once.
+  for (let attempt = 0, width = FIRST_WINDOW; attempt < MAX_FENCE_TRIES; attempt++, width *= 2) {
+    const window = Array.from({ length: width }, (_, i) => seq + 1 + i);
+    const won = await Promise.all(window.map((s) => put(s, keys.slot(s))));
+    const fences = window.filter((_, i) => won[i]).map((s) => keys.slot(s));
+    if (fences.length > 0) return withFloor(fences, seq + width);
+    seq += width;
   }
   throw new StatefoldError(
     'STORAGE',

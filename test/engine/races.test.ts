@@ -221,6 +221,73 @@ describe('races: two forks to one target', () => {
   });
 });
 
+describe('races: an engine opened while deleteStream runs', () => {
+  it('an engine opened after the delete fenced the stream starts a new stream, which the delete leaves whole', async () => {
+    const inner = new MemoryStore();
+    const old = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 4 } });
+    for (let n = 1; n <= 6; n++) await old.checkpoint({ n });
+    await old.close();
+    // The delete has written its fence and its floor; its first delete is held.
+    const d = holdOnce(inner, (op) => op === 'delete');
+    const deleting = deleteStream(d.store, 's');
+    await d.reached;
+    const fresh = await SnapshotEngine.open<{ m: number }>({ store: inner, stream: 's' });
+    expect(fresh.state).toBeUndefined();
+    const first = await fresh.checkpoint({ m: 1 });
+    d.release();
+    await deleting;
+    // What the new engine acknowledged is there, and it goes on writing without damage.
+    expect((await restore(inner, 's', { seq: first.seq })).state).toEqual({ m: 1 });
+    const second = await fresh.checkpoint({ m: 2 });
+    expect(second.seq).toBe(first.seq + 1);
+    await fresh.close();
+    await expectWhole(inner, 's', { m: 2 });
+    // Nothing of the deleted stream is left below it.
+    expect((await listCheckpoints(inner, 's'))[0]!.seq).toBe(first.seq);
+  });
+
+  it('an engine that had the stream open and commits while the delete runs fails FENCED, and the stream is gone', async () => {
+    const inner = new MemoryStore();
+    const w = await SnapshotEngine.open({ store: inner, stream: 's' });
+    for (let n = 1; n <= 3; n++) await w.checkpoint({ n });
+    const d = holdOnce(inner, (op) => op === 'delete');
+    const deleting = deleteStream(d.store, 's');
+    await d.reached;
+    await expect(w.checkpoint({ n: 4 })).rejects.toMatchObject({ code: 'FENCED' });
+    d.release();
+    await deleting;
+    expect(await inner.list('s.s/')).toEqual([]);
+    await expect(restore(inner, 's')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('a reader whose hint vanishes under a delete finds the stream empty, never CORRUPT', async () => {
+    const inner = new MemoryStore();
+    const w = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 2 } });
+    for (let n = 1; n <= 5; n++) await w.checkpoint({ n });
+    await w.close();
+    // The reader has listed the hint; the whole delete runs before it lists the log.
+    const r = holdOnce(inner, (op, key) => op === 'list' && key.includes('/log/'));
+    const reading = restore(r.store, 's').then(
+      (x) => `seq ${x.seq}`,
+      (err: { code?: string }) => err.code,
+    );
+    await r.reached;
+    await deleteStream(inner, 's');
+    r.release();
+    expect(await reading).toBe('NOT_FOUND');
+  });
+
+  it('gc of a stream being deleted does not write a floor under the delete', async () => {
+    const inner = new MemoryStore();
+    const w = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 2 } });
+    for (let n = 1; n <= 5; n++) await w.checkpoint({ n });
+    await w.close();
+    await deleteStream(inner, 's');
+    expect(await gc(inner, 's', RETAIN)).toMatchObject({ deleted: [] });
+    expect(await inner.list('s.s/')).toEqual([]);
+  });
+});
+
 describe('races: taking over a writer much faster than the claim', () => {
   /** Commits `{ n }` back to back with 3 in flight until fenced; resolves the acknowledged seqs by n. */
   function busyWriter(engine: SnapshotEngine) {
