@@ -9,6 +9,7 @@ import { assertStore } from './args.js';
 import { committedView } from './log/committed.js';
 import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
+import { putFloor } from './log/floor.js';
 import { listLog, tailKey } from './log/listing.js';
 import { readFrame, relistOnVanish } from './log/read.js';
 
@@ -160,7 +161,7 @@ async function collect(
   // First the floor: from the moment it exists, readers treat every seq below it as deleted, so
   // an interrupted gc never leaves a listed seq that cannot be restored.
   const floor = Math.max(cut, log.floor);
-  if (cut > log.floor) await store.putIfAbsent(keys.floor(cut), new Uint8Array(0), signalOpt);
+  if (cut > log.floor) await putFloor(store, keys, cut, options.signal);
   // Fences stay: in a slot every key but the last is a fence, and a fence is the key that the
   // engine it fenced would write next; deleting it would let that engine, if it still runs,
   // commit. So only each slot's last key, its checkpoint, is deleted.

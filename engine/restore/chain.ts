@@ -23,8 +23,9 @@ import { decodeSpan, spanPath } from '../format/span.js';
 import type { Op } from '../format/ops.js';
 import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
+import { floorAbove } from '../log/floor.js';
 import { tailKey } from '../log/listing.js';
-import { mapLimit, readFrame } from '../log/read.js';
+import { mapLimit, readFrame, vanishedError } from '../log/read.js';
 import { applyOps, PatchMismatch } from './fold.js';
 import type { Restored } from './types.js';
 
@@ -104,6 +105,8 @@ export async function readChain<S>(
   const frameAt = async (s: number): Promise<Frame> => {
     const slot = bySeq.get(s);
     if (slot === undefined) {
+      // Deleted after the log was listed, by retention that moved its floor past it: list again.
+      if (await floorAbove(store, keys, s, options.signal)) throw vanishedError(keys, s, keys.slot(s));
       throw new StatefoldError(
         'CORRUPT',
         `stream ${JSON.stringify(stream)} seq ${s}: missing from the log (a gap in the chain to seq ${target})`,
