@@ -29,6 +29,11 @@ export interface FrameHeader {
   ledger?: LedgerEntry[];
   /** A filler: a delta with no operations written by a claim to close a slot the old writer never committed. */
   filler?: boolean;
+  /**
+   * A delete fence: deleteStream's, which says that every seq up to its slot's is deleted (a
+   * retention floor at the seq after it is implied). Nothing is ever written after it in its slot.
+   */
+  deleted?: boolean;
   /** Sealed frames: the id of the key they are encrypted with. */
   keyId?: string;
   /**
@@ -73,6 +78,7 @@ const STORED_NAMES: [keyof FrameHeader, string][] = [
   ['jump', 'j'],
   ['jumpCrc', 'c'],
   ['spanLedger', 'y'],
+  ['deleted', 'd'],
 ];
 
 /** The fields a sealed frame keeps in its ciphertext: the caller's data. The rest stays readable without the key. */
@@ -162,5 +168,7 @@ export function headerProblem(
   if (sealed && (!isKeyId(header.keyId) || secretInClear))
     return 'sealed frame whose header has no valid key id, or holds meta or ledger in the clear';
   if (!sealed && header.keyId !== undefined) return 'a key id in a frame that is not sealed';
+  if (header.deleted !== undefined && (kind !== 'fence' || header.deleted !== true))
+    return 'a delete mark on a frame that is not a fence';
   return undefined;
 }

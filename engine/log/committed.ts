@@ -19,6 +19,8 @@ export interface CommittedView {
   tailFrame: Frame | undefined;
   /** Frames already being read, by seq (the hinted listing reads them all at once); readers use them. */
   frames?: Map<number, Promise<Frame>>;
+  /** The slot of a delete fence found above every committed slot: the stream was deleted up to it (ops/delete.ts). */
+  deletedAt?: number;
 }
 
 /**
@@ -26,6 +28,7 @@ export interface CommittedView {
  * one whose last key holds a checkpoint. Normally only the newest slot can end in a fence; after a
  * claim jumped ahead of a busy writer and crashed before filling (or two claims jumped at once), a
  * few slots below it can too, until the next claim fills them: each is read, from the top down.
+ * A delete fence met on the way down ends it: nothing below it is committed any more.
  */
 export async function committedView(
   store: Store,
@@ -39,10 +42,13 @@ export async function committedView(
   const tailSlot = log.slots[log.slots.length - 1];
   if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
   const tailFrame = await read(tailSlot);
+  // Down the fences to the newest checkpoint; a delete fence on the way means none is left.
   let end = log.slots.length;
   let frame = tailFrame;
-  while (frame.kind === 'fence' && --end > 0) frame = await read(log.slots[end - 1]!);
+  while (frame.kind === 'fence' && frame.header.deleted !== true && end > 1) frame = await read(log.slots[--end - 1]!);
+  const deleted = frame.kind === 'fence' && frame.header.deleted === true;
   const view: CommittedView = { log, slots: log.slots.slice(0, frame.kind === 'fence' ? 0 : end), tailSlot, tailFrame };
+  if (deleted) view.deletedAt = log.slots[end - 1]!.seq;
   if (frames !== undefined) view.frames = frames;
   return view;
 }

@@ -3,7 +3,8 @@
  * that checkpoint's meta and effect ledger, so that an agent resumed from the fork skips every
  * effect the original recorded (and stops at one it left pending) instead of repeating it.
  *
- * The fork is one base at seq 1 of the new stream, created only if absent: that one write is the
+ * The fork is one base at the first seq of the new stream (1, or the floor of an id deleted
+ * before), created only if absent: that one write is the
  * whole fork, so two forks racing for one target cannot both win, and the loser has nothing to
  * clean up (no fence, no claim: a new stream has no writer to fence).
  */
@@ -24,8 +25,9 @@ import { encodeValue } from '../format/values.js';
 import type { FrameHeader } from '../format/header.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
+import { listLog } from '../log/listing.js';
 import { restore } from '../restore/index.js';
-import { sameBytes, wrapStorage } from '../writer/commit.js';
+import { sameBytes, sleep, wrapStorage } from '../writer/commit.js';
 
 /** Options of `forkStream`. */
 export interface ForkOptions {
@@ -43,7 +45,7 @@ export interface ForkOptions {
 
 /** What `forkStream` made. */
 export interface ForkInfo {
-  /** The new stream, and its first seq (1). */
+  /** The new stream, and its first seq (1, or for an id deleteStream removed before, the seq after its tombstone). */
   stream: string;
   seq: number;
   /** The stream and seq it was forked from. */
@@ -76,7 +78,10 @@ export async function forkStream(store: Store, from: string, to: string, options
   const exists = (): StatefoldError =>
     new StatefoldError('INVALID_ARGUMENT', `forkStream: stream ${JSON.stringify(to)} already exists`, { stream: to });
   // Refuse a target that exists before reading the original (a retry of a fork that landed too).
-  if ((await guarded.list(target.root, { limit: 1, ...signalOpt })).length > 0) throw exists();
+  // One that deleteStream removed keeps a tombstone: the fork starts after it, at its floor.
+  const existing = await listLog(guarded, target, options.signal);
+  if (existing.slots.length > 0) throw exists();
+  const seq = Math.max(1, existing.floor);
   const restored = await restore(store, from, {
     ...(options.seq !== undefined && { seq: options.seq }),
     ...(options.encryption && { encryption: options.encryption }),
@@ -90,29 +95,38 @@ export async function forkStream(store: Store, from: string, to: string, options
   const ledger: Ledger = new Map([...all].filter(([token]) => !drop.has(token)));
   const header: FrameHeader = {
     stream: to,
-    seq: 1,
+    seq,
     epoch: 1,
     writer: randomBytes(8).toString('hex'),
     createdAt: now,
-    baseSeq: 1,
+    baseSeq: seq,
   };
   if (restored.meta !== undefined) header.meta = encodeValue(restored.meta);
   if (ledger.size > 0) header.ledger = ledgerEntries(ledger);
   const frame = await encodeFrameOffThread('base', header, restored.state, undefined, 1, await keyring?.sealing(to));
-  const key = target.slot(1);
-  let created: boolean;
-  try {
-    created = await guarded.putIfAbsent(key, frame, signalOpt);
-  } catch (err) {
-    // The write may have landed before the error: look before reporting failure.
-    const landed = await guarded.get(key).catch(() => undefined);
-    if (landed === undefined || !sameBytes(landed, frame)) throw wrapStorage(err, to, 1, key, 'forkStream');
-    created = true;
-  }
-  if (!created) {
+  const key = target.slot(seq);
+  // The one write that is the fork. "Exists" with nothing to read is a create that lost a race to
+  // a write still landing or one that failed (S3's 409): look again, then try again.
+  for (let attempt = 0; ; attempt++) {
+    let created: boolean;
+    try {
+      created = await guarded.putIfAbsent(key, frame, signalOpt);
+    } catch (err) {
+      // The write may have landed before the error: look before reporting failure (it may still
+      // land later: an unknown outcome, as for any write).
+      const landed = await guarded.get(key).catch(() => undefined);
+      if (landed === undefined || !sameBytes(landed, frame)) throw wrapStorage(err, to, seq, key, 'forkStream');
+      break;
+    }
+    if (created) break;
     // Taken: another fork, or an engine opened on `to`, got there first (or our own earlier try).
     const there = await guarded.get(key, signalOpt);
-    if (there === undefined || !sameBytes(there, frame)) throw exists();
+    if (there !== undefined) {
+      if (sameBytes(there, frame)) break;
+      throw exists();
+    }
+    if (attempt >= 4) throw exists();
+    await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
   }
-  return { stream: to, seq: 1, from: { stream: from, seq: restored.seq }, effects: ledger.size };
+  return { stream: to, seq, from: { stream: from, seq: restored.seq }, effects: ledger.size };
 }

@@ -9,7 +9,7 @@ import { assertStore } from '../args.js';
 import { StatefoldError } from '../errors.js';
 import { frameStream } from '../format/frame.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
-import { decodeStreamSegment, encodeStreamId } from '../log/keys.js';
+import { decodeStreamSegment, encodeStreamId, hex16 } from '../log/keys.js';
 
 /** Options of `listStreams`. */
 export interface ListStreamsOptions {
@@ -26,7 +26,10 @@ export interface ListStreamsOptions {
 /** Keys asked for per listing request. */
 const PAGE = 1000;
 
-/** The ids of the streams in `store` (those with at least one object), in key order of their encoded ids. */
+/**
+ * The ids of the streams in `store` (those with at least one object, not counting the tombstone
+ * deleteStream leaves), in key order of their encoded ids.
+ */
 export async function listStreams(store: Store, options: ListStreamsOptions = {}): Promise<string[]> {
   assertStore(store, 'listStreams');
   if (options === null || typeof options !== 'object')
@@ -39,28 +42,36 @@ export async function listStreams(store: Store, options: ListStreamsOptions = {}
   // Readable ids: their encoding keeps prefixes (one escape per byte), so the listing can start at the prefix.
   const readable = prefix === '' ? 's.' : encodeStreamId(prefix);
   if (readable.startsWith('s.')) {
-    for (const segment of await segments(store, readable, signal, (n) => options.onProgress?.({ found: n }))) {
+    for (const [segment, floored] of await segments(store, readable, signal, (n) =>
+      options.onProgress?.({ found: n }),
+    )) {
       const id = decodeStreamSegment(segment);
-      if (id !== undefined && id.startsWith(prefix)) ids.push(id);
+      if (id !== undefined && id.startsWith(prefix) && (!floored || (await live(store, segment, signal)))) ids.push(id);
     }
   }
   // Hashed ids: read each one's id from its first object.
   const before = ids.length;
-  for (const segment of await segments(store, 'h.', signal, (n) => options.onProgress?.({ found: before + n }))) {
+  for (const [segment, floored] of await segments(store, 'h.', signal, (n) =>
+    options.onProgress?.({ found: before + n }),
+  )) {
     const id = await hashedId(store, segment, signal);
-    if (id !== undefined && id.startsWith(prefix)) ids.push(id);
+    if (id !== undefined && id.startsWith(prefix) && (!floored || (await live(store, segment, signal)))) ids.push(id);
   }
   return ids;
 }
 
-/** The distinct first segments of the keys under `prefix`, each listed once. */
+/**
+ * The distinct first segments of the keys under `prefix`, each listed once, each with whether its
+ * first key is a retention floor (`gc/` sorts before `hint/` and `log/`, and a segment's keys are
+ * always listed from its first).
+ */
 async function segments(
   store: Store,
   prefix: string,
   signal: AbortSignal | undefined,
   progress: (found: number) => void,
-): Promise<string[]> {
-  const out = new Set<string>();
+): Promise<Map<string, boolean>> {
+  const out = new Map<string, boolean>();
   let startAfter: string | undefined;
   for (;;) {
     const page = { limit: PAGE, ...(startAfter !== undefined && { startAfter }), ...(signal && { signal }) };
@@ -68,13 +79,32 @@ async function segments(
     let tail: string | undefined;
     for (const key of keys) {
       const slash = key.indexOf('/');
-      if (slash > 0) out.add((tail = key.slice(0, slash)));
+      if (slash <= 0) continue;
+      tail = key.slice(0, slash);
+      if (!out.has(tail)) out.set(tail, key.startsWith('gc/', slash + 1));
     }
     progress(out.size);
-    if (keys.length < PAGE || tail === undefined) return [...out];
+    if (keys.length < PAGE || tail === undefined) return out;
     // Past every key of the last segment seen ('0' sorts right after '/'), so a long history is skipped.
     startAfter = `${tail}0`;
   }
+}
+
+/**
+ * Whether a stream with a retention floor holds a log key at or above it: a stream that deleteStream
+ * removed keeps only its tombstone (a floor and a fence below it), and is not listed.
+ */
+async function live(store: Store, segment: string, signal: AbortSignal | undefined): Promise<boolean> {
+  const opt = signal ? { signal } : {};
+  let floor = 1;
+  for (const key of await store.list(`${segment}/gc/`, opt)) {
+    const name = key.slice(segment.length + 4);
+    if (/^[0-9a-f]{16}$/.test(name)) floor = Math.max(floor, parseInt(name, 16));
+  }
+  return (
+    (await store.list(`${segment}/log/`, { ...opt, startAfter: `${segment}/log/${hex16(floor - 1)}~`, limit: 1 }))
+      .length > 0
+  );
 }
 
 /** Log objects read, at most, to find a hashed stream's id (one damaged object must not hide it). */

@@ -9,9 +9,9 @@
  * a claim lists the floors once its fence stands, and lists the stream again when one is above it.
  *
  * Against a writer that commits as fast as it can, racing it for its very next key can lose
- * forever. So after one lost race the claim fences a slot further ahead: 4 slots past the one
- * lost, then 8, 16, ... 64 past the newest slot a listing shows, so that however far the writer
- * got while this claim listed and read, the fence lands ahead of it within a few tries. The old writer goes on committing below the fence, at most up to
+ * forever. So after one lost race the claim lists where the writer is now and fences the slot
+ * after it, then 4, 8, ... 64 slots past the newest slot a listing shows, so that however far the
+ * writer got while this claim listed and read, the fence lands ahead of it within a few tries. The old writer goes on committing below the fence, at most up to
  * it, and is fenced there. Then the claim makes the slots below its fence contiguous (fill.ts). A
  * claim that crashes before filling leaves the next claim to fill; until then the committed view
  * stops below the unfilled slots (log/committed.ts).
@@ -23,6 +23,7 @@ import { assertUnlocked, type Frame, type FrameReading } from '../format/frame.j
 import type { CommittedView } from '../log/committed.js';
 import { newestView } from '../log/hint.js';
 import type { StreamKeys } from '../log/keys.js';
+import { floorAbove, putFloor } from '../log/floor.js';
 import { newestSlotFrom, tailKey } from '../log/listing.js';
 import { vanished } from '../log/read.js';
 import { sleep, wrapStorage } from './commit.js';
@@ -46,13 +47,13 @@ export interface Claim {
   piled: number;
 }
 const MAX_CLAIM_ATTEMPTS = 64;
-/** Slots past the lost one that the first jump fences, then doubled per lost try up to MAX_JUMP. */
+/** Slots past the newest listed one that the jump after the next slot fences, then doubled per lost try up to MAX_JUMP. */
 const FIRST_JUMP = 4;
 const MAX_JUMP = 64;
 
 /**
  * The next free key of a log whose last listed object is `tail`: the first slot after a committed
- * tail, or the key after a fence. An empty log starts at 1, or at its retention floor (a stream
+ * tail or a delete fence, or the key after any other fence. An empty log starts at 1, or at its retention floor (a stream
  * deleted by an interrupted deleteStream).
  */
 export function nextFree(keys: StreamKeys, tail: Frame | undefined, floor: number): { seq: number; key: string } {
@@ -60,7 +61,9 @@ export function nextFree(keys: StreamKeys, tail: Frame | undefined, floor: numbe
     const seq = Math.max(1, floor);
     return { seq, key: keys.slot(seq) };
   }
-  if (tail.kind === 'fence') return { seq: tail.header.seq, key: keys.afterFence(tail.header.seq, tail.header.epoch) };
+  // Nothing is written after a delete fence in its slot: the stream starts anew in the next.
+  if (tail.kind === 'fence' && tail.header.deleted !== true)
+    return { seq: tail.header.seq, key: keys.afterFence(tail.header.seq, tail.header.epoch) };
   return { seq: tail.header.seq + 1, key: keys.slot(tail.header.seq + 1) };
 }
 /**
@@ -115,7 +118,7 @@ async function tryClaim(
     const damaged = await damagedTail(store, keys, err.seq, limits);
     const id: Identity = { stream: keys.stream, epoch: damaged.epoch, writer };
     if ((await putFence(store, keys, id, damaged.nextSeq, damaged.nextKey, limits)).lostTo !== undefined) return;
-    if (await inDeletedHistory(store, keys, damaged.nextSeq)) return;
+    if (await floorAbove(store, keys, damaged.nextSeq)) return;
     return claimed(keys, id, damaged.view, damaged.nextSeq, 0);
   }
   const tail = view.tailFrame;
@@ -135,7 +138,11 @@ async function tryClaim(
     }
     // A free key is not proof that the slot is next: retention (or a delete) may have deleted
     // the checkpoint that was there, below a floor it wrote first.
-    if (await inDeletedHistory(store, keys, nextSeq)) return;
+    if (await floorAbove(store, keys, nextSeq)) return;
+    // A stream with nothing committed (new, or deleted up to a delete fence) that starts here above
+    // slots holding only fences (claims that jumped and never filled, a delete's fences): a floor
+    // at this seq, so that readers never take those for a gap in its history.
+    if (view.slots.length === 0 && view.log.slots.some((s) => s.seq < nextSeq)) await putFloor(store, keys, nextSeq);
     return claimed(keys, id, view, nextSeq, 0);
   }
   // Lost the next key to a commit (or to a write still landing: nothing to read yet, S3's 409)
@@ -143,11 +150,12 @@ async function tryClaim(
   // Lost to a fence, another claim is racing this one: list again, so that the later claim gets
   // the higher epoch.
   const busy = (lost: LostTo | undefined): boolean =>
-    lost === 'checkpoint' || (lost === 'nothing' && tail !== undefined && tail.kind !== 'fence');
-  for (let jump = FIRST_JUMP, lostAt = nextSeq; busy(lostTo) && jump <= MAX_JUMP; jump *= 2) {
-    // Past the first jump, fence ahead of where the writer is now (one listing), not of where an
-    // older listing saw it: however far ahead of this claim the writer is, the fence lands past it.
-    const target = (jump === FIRST_JUMP ? lostAt : await newestSlotFrom(store, keys, lostAt)) + jump;
+    (lost === 'checkpoint' || lost === 'nothing') && tail !== undefined && tail.kind !== 'fence';
+  for (let jump = 1, lostAt = nextSeq; busy(lostTo) && jump <= MAX_JUMP; jump = Math.max(FIRST_JUMP, 2 * jump)) {
+    // Fence ahead of where the writer is now (one listing), not of where an older listing saw it:
+    // first its next slot (a writer that has stopped since needs no fillers), then further ahead
+    // each try, so that however fast the writer goes, the fence lands past it.
+    const target = (await newestSlotFrom(store, keys, lostAt)) + jump;
     lostAt = target;
     ({ lostTo } = await putFence(store, keys, id, target, keys.slot(target), limits));
     if (lostTo === undefined) {
@@ -161,19 +169,4 @@ async function tryClaim(
 /** The claim of an engine whose fence stands in slot `seq` with the committed `view` below it. */
 function claimed(keys: StreamKeys, id: Identity, view: CommittedView, seq: number, piled: number): Claim {
   return { epoch: id.epoch, writer: id.writer, view, nextKey: keys.afterFence(seq, id.epoch), seq, piled };
-}
-
-/**
- * Whether a key just created in slot `seq` lies below a retention floor: deleted history, where a
- * create succeeds because retention (or deleteStream) removed what was there. Every floor is
- * written before anything below it is deleted, so a create that found a deleted key sees it.
- */
-async function inDeletedHistory(store: Store, keys: StreamKeys, seq: number): Promise<boolean> {
-  let floors: string[];
-  try {
-    floors = await store.list(keys.floors);
-  } catch (err) {
-    throw wrapStorage(err, keys.stream, seq, keys.floors, 'open (checking its fence against retention)');
-  }
-  return floors.some((k) => (keys.parseFloor(k) ?? 0) > seq);
 }

@@ -15,7 +15,7 @@ import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { openFrame, readFrame, unlockFrame } from '../log/read.js';
-import { wrapStorage } from './commit.js';
+import { sleep, wrapStorage } from './commit.js';
 import { MAX_KEYS_PER_SLOT, createOrRecognise, fenceFrame, putFence, type Identity } from './fence.js';
 
 /**
@@ -27,8 +27,8 @@ function viewBelow(log: LogListing, fenceSeq: number): CommittedView {
   return { log, slots: log.slots.filter((s) => s.seq < fenceSeq), tailSlot: undefined, tailFrame: undefined };
 }
 
-/** A slot below a claim's fence, once fenced or found committed (see fenceSlot). */
-type Fenced = { seq: number; checkpoint: Frame } | { seq: number; fenceEpoch: number };
+/** A slot below a claim's fence, once fenced or found committed, or found deleted (see fenceSlot). */
+type Fenced = { seq: number; checkpoint: Frame } | { seq: number; fenceEpoch: number } | { seq: number; deleted: true };
 
 /**
  * Makes every slot below `fenceSeq` hold a checkpoint: finds the newest committed checkpoint below
@@ -65,6 +65,8 @@ export async function fillBelow(
         prev = frame;
         break;
       }
+      // The stream was deleted up to here (deleteStream) after this claim listed it: list again.
+      if (frame.header.deleted === true) return undefined;
     }
     start = s;
   }
@@ -78,18 +80,24 @@ export async function fillBelow(
   const fenced = await Promise.all(
     Array.from({ length: fenceSeq - start }, (_, i) => fenceSlot(store, keys, id, start + i, limits)),
   );
+  // Deleted meanwhile (deleteStream fenced a slot here): list again.
+  if (fenced.some((slot) => 'deleted' in slot)) return undefined;
+  let last: Frame = prev;
   for (const slot of fenced) {
-    if ('checkpoint' in slot) prev = slot.checkpoint;
+    if ('deleted' in slot) continue;
+    if ('checkpoint' in slot) last = slot.checkpoint;
     else {
       const key = keys.afterFence(slot.seq, slot.fenceEpoch);
-      const filler = fillerFrame(id, slot.seq, prev, await limits.keyring?.sealing(keys.stream));
+      const filler = fillerFrame(id, slot.seq, last, await limits.keyring?.sealing(keys.stream));
       const there = await createOrRecognise(store, key, filler, keys.stream, slot.seq);
       const origin = { stream: keys.stream, key, seq: slot.seq };
       // Taken: a later claim fenced this one. Settle the slot as it now stands.
-      prev =
+      const settled =
         there === 'ours'
           ? await openFrame(filler, origin, limits)
-          : await settleSlot(store, keys, id, slot.seq, prev, limits);
+          : await settleSlot(store, keys, id, slot.seq, last, limits);
+      if (settled === undefined) return undefined;
+      last = settled;
     }
   }
   return settledBelow(store, keys, fenceSeq, from);
@@ -123,7 +131,11 @@ async function fenceSlot(
   for (let i = 0; i < MAX_KEYS_PER_SLOT; i++) {
     const { lostTo, frame } = await putFence(store, keys, id, seq, key, limits, epoch);
     if (lostTo === undefined) return { seq, fenceEpoch: epoch };
-    if (frame === undefined) continue; // a write still landing there: try again
+    // A write still landing there (S3's 409): look again shortly.
+    if (frame === undefined) {
+      await sleep(10 * 2 ** Math.min(i, 6) * Math.random());
+      continue;
+    }
     const origin = { stream: keys.stream, key, seq };
     if (frame.kind !== 'fence') {
       const checkpoint = await unlockFrame(frame, origin, limits);
@@ -131,6 +143,7 @@ async function fenceSlot(
       return { seq, checkpoint };
     }
     if (frame.header.writer === id.writer) return { seq, fenceEpoch: frame.header.epoch };
+    if (frame.header.deleted === true) return { seq, deleted: true };
     // Epochs rise along a slot's keys, so that each fence's next key is new.
     epoch = frame.header.epoch + 1;
     key = keys.afterFence(seq, frame.header.epoch);
@@ -143,7 +156,8 @@ async function fenceSlot(
 }
 
 /**
- * Returns the checkpoint that decides slot `seq`. Where the slot has none, closes it: first a
+ * Returns the checkpoint that decides slot `seq` (undefined when a delete fence does: the claim
+ * lists again). Where the slot has none, closes it: first a
  * fence at its first free key, then a filler equal to `prev` at the key after that fence. The
  * fence stays when retention later deletes the filler (retention keeps fences), so an engine that
  * would have written that key, the old writer or a claim that never got to commit, finds it taken
@@ -156,7 +170,7 @@ async function settleSlot(
   seq: number,
   prev: Frame,
   limits: FrameReading,
-): Promise<Frame> {
+): Promise<Frame | undefined> {
   let key = keys.slot(seq);
   /** The epoch of the fence just before `key` in this slot, and whether it is this claim's. */
   let before: { epoch: number; ours: boolean } | undefined;
@@ -183,6 +197,7 @@ async function settleSlot(
     const frame = await openFrame(there, { stream: keys.stream, key, seq }, limits);
     assertUnlocked(frame, { stream: keys.stream, key, seq });
     if (frame.kind !== 'fence') return frame;
+    if (frame.header.deleted === true) return undefined;
     before = { epoch: frame.header.epoch, ours: frame.header.writer === id.writer };
     key = keys.afterFence(seq, frame.header.epoch);
   }

@@ -2,7 +2,17 @@ import { writeFile } from 'node:fs/promises';
 import { readdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FileStore, MemoryStore, SnapshotEngine, deleteStream, gc, listStreams, restore, type Store } from 'statefold';
+import {
+  FileStore,
+  MemoryStore,
+  SnapshotEngine,
+  deleteStream,
+  gc,
+  listCheckpoints,
+  listStreams,
+  restore,
+  type Store,
+} from 'statefold';
 import { HookStore } from '../support/hook-store.js';
 import { flipByte } from '../support/damage.js';
 import { engineStores } from '../support/stores.js';
@@ -17,9 +27,17 @@ async function busyStream(store: Store, stream: string): Promise<void> {
   await gc(store, stream, { keepLast: 5, minAgeMs: 0 });
 }
 
+/** The keys of `stream` once deleted: its tombstone alone, a floor and a fence below it. */
+async function expectTombstone(store: Store, segment: string): Promise<void> {
+  const left = await store.list(`${segment}/`);
+  expect(left, 'a floor and a fence').toHaveLength(2);
+  expect(left.filter((k) => k.startsWith(`${segment}/gc/`))).toHaveLength(1);
+  expect(left.filter((k) => k.startsWith(`${segment}/log/`))).toHaveLength(1);
+}
+
 describe('deleteStream', () => {
   for (const { name, create } of engineStores) {
-    it(`${name}: removes every object of the stream, fences and floors included, and nothing of others`, async () => {
+    it(`${name}: removes every object of the stream, fences and floors included, leaves a tombstone, and nothing of others`, async () => {
       const store = await create();
       await busyStream(store, 'doomed');
       await busyStream(store, 'kept');
@@ -27,26 +45,40 @@ describe('deleteStream', () => {
       expect((await store.list('s.doomed/')).some((k) => k.includes('/gc/'))).toBe(true);
       const before = (await store.list('s.doomed/')).length;
       const report = await deleteStream(store, 'doomed');
-      expect(report.deletedKeys, 'its keys, and the fence and floor the delete wrote').toBe(before + 2);
-      expect(await store.list('s.doomed/')).toEqual([]);
-      expect((await store.list('')).sort()).toEqual(keptKeys);
+      expect(report.deletedKeys, 'every key it had').toBe(before);
+      await expectTombstone(store, 's.doomed');
+      expect((await store.list('')).filter((k) => !k.startsWith('s.doomed/')).sort()).toEqual(keptKeys);
       expect(await listStreams(store)).toEqual(['kept']);
       await expect(restore(store, 'doomed')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect(await listCheckpoints(store, 'doomed')).toEqual([]);
       expect((await restore(store, 'kept')).seq).toBe(30);
-      // The id can be used again: a new stream from seq 1.
-      const again = await SnapshotEngine.open({ store, stream: 'doomed' });
-      expect((await again.checkpoint({ fresh: true })).seq).toBe(1);
-      await again.close();
+      // Deleting it again, or a stream that never was, does nothing.
+      expect(await deleteStream(store, 'doomed')).toEqual({ deletedKeys: 0 });
       expect(await deleteStream(store, 'nobody')).toEqual({ deletedKeys: 0 });
+      // The id can be used again: a new stream, from the seq after the tombstone.
+      const again = await SnapshotEngine.open({ store, stream: 'doomed' });
+      const first = await again.checkpoint({ fresh: true });
+      expect(first.seq).toBeGreaterThan(30);
+      await again.close();
+      expect(await listStreams(store)).toEqual(['doomed', 'kept']);
+      expect((await listCheckpoints(store, 'doomed')).map((c) => c.seq)).toEqual([first.seq]);
     });
   }
 
-  it('file: temp files of crashed writes and the empty directories go too', async () => {
+  it('file: temp files of crashed writes and the emptied directories go too', async () => {
     const store = (await engineStores[1]!.create()) as FileStore;
     await busyStream(store, 'doomed');
     await writeFile(path.join(store.dir, 's.doomed', 'log', '0000000000000099#abcdef.tmp'), 'half a frame');
     await deleteStream(store, 'doomed');
-    expect(await readdir(store.dir)).not.toContain('s.doomed');
+    const files: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      for (const e of await readdir(dir, { withFileTypes: true }))
+        if (e.isDirectory()) await walk(path.join(dir, e.name));
+        else files.push(path.relative(store.dir, path.join(dir, e.name)));
+    };
+    await walk(path.join(store.dir, 's.doomed'));
+    expect(files, 'the tombstone, no temp file').toHaveLength(2);
+    expect(files.some((f) => f.includes('.tmp'))).toBe(false);
   });
 
   it('fences a live writer first: its next checkpoint during the delete fails FENCED', async () => {
@@ -65,12 +97,12 @@ describe('deleteStream', () => {
     });
     await deleteStream(store, 'live');
     expect(tried).toBe('FENCED');
-    expect(await inner.list('s.live/')).toEqual([]);
+    await expectTombstone(inner, 's.live');
     await writer.close().catch(() => undefined);
   });
 
   it('an interrupted delete leaves a stream that reads as empty, and a new engine starts above its floor', async () => {
-    for (const stopAt of [1, 5, 12]) {
+    for (const stopAt of [1, 5, 10]) {
       const inner = new MemoryStore();
       await busyStream(inner, 'cut');
       let deletes = 0;
@@ -86,7 +118,7 @@ describe('deleteStream', () => {
       expect(back.state, `stopped at delete ${stopAt}`).toEqual({ again: stopAt });
       expect(back.seq).toBe(info.seq);
       await deleteStream(inner, 'cut');
-      expect(await inner.list('s.cut/')).toEqual([]);
+      await expectTombstone(inner, 's.cut');
     }
   });
 
@@ -98,6 +130,6 @@ describe('deleteStream', () => {
     await flipByte(store, newest, undefined, 1);
     await expect(restore(store, 'broken')).rejects.toMatchObject({ code: 'CORRUPT' });
     await deleteStream(store, 'broken');
-    expect(await store.list('s.broken/')).toEqual([]);
+    await expectTombstone(store, 's.broken');
   });
 });

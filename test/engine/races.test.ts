@@ -246,7 +246,7 @@ describe('races: an engine opened while deleteStream runs', () => {
     expect((await listCheckpoints(inner, 's'))[0]!.seq).toBe(first.seq);
   });
 
-  it('an engine that had the stream open and commits while the delete runs fails FENCED, and the stream is gone', async () => {
+  it('an engine that had the stream open and commits while the delete runs fails FENCED, and the stream is gone but for its tombstone', async () => {
     const inner = new MemoryStore();
     const w = await SnapshotEngine.open({ store: inner, stream: 's' });
     for (let n = 1; n <= 3; n++) await w.checkpoint({ n });
@@ -256,8 +256,10 @@ describe('races: an engine opened while deleteStream runs', () => {
     await expect(w.checkpoint({ n: 4 })).rejects.toMatchObject({ code: 'FENCED' });
     d.release();
     await deleting;
-    expect(await inner.list('s.s/')).toEqual([]);
+    expect(await inner.list('s.s/'), 'its tombstone alone: a floor and a fence').toHaveLength(2);
     await expect(restore(inner, 's')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    // And it stays fenced after the delete: its tombstone holds its next key.
+    await expect(w.checkpoint({ n: 5 })).rejects.toMatchObject({ code: 'FENCED' });
   });
 
   it('a reader whose hint vanishes under a delete finds the stream empty, never CORRUPT', async () => {
@@ -277,14 +279,15 @@ describe('races: an engine opened while deleteStream runs', () => {
     expect(await reading).toBe('NOT_FOUND');
   });
 
-  it('gc of a stream being deleted does not write a floor under the delete', async () => {
+  it('gc of a deleted stream changes nothing', async () => {
     const inner = new MemoryStore();
     const w = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 2 } });
     for (let n = 1; n <= 5; n++) await w.checkpoint({ n });
     await w.close();
     await deleteStream(inner, 's');
+    const tombstone = await inner.list('s.s/');
     expect(await gc(inner, 's', RETAIN)).toMatchObject({ deleted: [] });
-    expect(await inner.list('s.s/')).toEqual([]);
+    expect(await inner.list('s.s/')).toEqual(tombstone);
   });
 });
 
@@ -328,5 +331,56 @@ describe('races: taking over a writer much faster than the claim', () => {
     expect(entries[entries.length - 1]!.seq).toBe(mine.seq);
     for (const [seq, n] of busy.acked) expect((await restore(inner, 's', { seq })).state).toEqual({ n });
     for (const e of entries.filter((x) => x.filler)) expect(busy.acked.has(e.seq)).toBe(false);
+  });
+});
+
+describe('races: an engine open through a whole deleteStream', () => {
+  it('an idle engine that commits after the delete fails FENCED, and a stream started anew is left alone', async () => {
+    const inner = new MemoryStore();
+    const idle = await SnapshotEngine.open({ store: inner, stream: 's', policy: { baseEvery: 3 } });
+    for (let n = 1; n <= 5; n++) await idle.checkpoint({ n });
+    await deleteStream(inner, 's');
+    const fresh = await SnapshotEngine.open<{ m: number }>({ store: inner, stream: 's' });
+    const first = await fresh.checkpoint({ m: 1 });
+    expect(first.seq).toBeGreaterThan(5);
+    // The engine that was open all along wakes up: its next key is the delete's tombstone fence.
+    await expect(idle.checkpoint({ n: 6 })).rejects.toMatchObject({ code: 'FENCED' });
+    await fresh.checkpoint({ m: 2 });
+    await fresh.close();
+    await expectWhole(inner, 's', { m: 2 });
+  });
+
+  it('a write held in the store through the whole delete lands below its floor, where no reader sees it', async () => {
+    const inner = new MemoryStore();
+    let hold = false;
+    const reached = latch();
+    const gate = latch();
+    const store = new HookStore(inner, async (op) => {
+      if (hold && op === 'putIfAbsent') {
+        hold = false;
+        reached.open();
+        await gate.p;
+      }
+    });
+    const w = await SnapshotEngine.open({ store, stream: 's', policy: { baseEvery: 3 } });
+    for (let n = 1; n <= 4; n++) await w.checkpoint({ n });
+    // w's next commit is held in the store while the whole delete runs.
+    hold = true;
+    const landing = w.checkpoint({ n: 5 }).then(
+      (i) => `acked ${i.seq}`,
+      (e: { code?: string }) => e.code,
+    );
+    await reached.p;
+    await deleteStream(inner, 's');
+    gate.open();
+    expect(await landing).toBe('FENCED');
+    // The stream reads as deleted, and a new stream starts above the floor.
+    await expect(restore(inner, 's')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const fresh = await SnapshotEngine.open<{ m: number }>({ store: inner, stream: 's' });
+    expect(fresh.state).toBeUndefined();
+    await fresh.checkpoint({ m: 1 });
+    await fresh.close();
+    await expectWhole(inner, 's', { m: 1 });
+    await expect(w.checkpoint({ n: 6 })).rejects.toMatchObject({ code: 'FENCED' });
   });
 });
