@@ -22,7 +22,7 @@ import { assertStore } from '../args.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
 import { DEFAULT_LIMITS, decodeFrame, encodeFrame } from '../format/frame.js';
 import { committedView } from '../log/committed.js';
-import { putFloor } from '../log/floor.js';
+import { floorAbove, putFloor } from '../log/floor.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { highestKeyEpoch, listLog } from '../log/listing.js';
@@ -76,10 +76,18 @@ export async function deleteStream(
   // Nothing at or above the floor: never written, or deleted already (only a tombstone is left).
   const before = await listLog(store, keys, signal);
   if (before.slots.length === 0) return { deletedKeys: 0 };
-  const fenced = await fence(store, keys, signal);
-  const { fences, floorKey, floor } = fenced;
-  /** The tombstone: the lowest of the delete's fences (every engine below it meets it first), and the floor. */
-  const tombstone = new Set([fences[0]!, floorKey]);
+  // A fence that lands in a slot retention deleted meanwhile (a floor above it) fences no one: again.
+  let fenced: Fenced | undefined;
+  for (let attempt = 0; fenced === undefined; attempt++) {
+    if (attempt >= MAX_FENCE_TRIES)
+      throw new StatefoldError(
+        'STORAGE',
+        `deleteStream ${JSON.stringify(stream)}: its fences kept landing below a newer retention floor (a writer is committing and trimming faster than the delete can fence it)`,
+        { stream },
+      );
+    fenced = await fence(store, keys, signal);
+  }
+  const { floor, tombstone } = await entomb(store, keys, fenced, signal);
   let deletedKeys = 0;
   let total = 0;
   const remove = async (key: string): Promise<void> => {
@@ -130,6 +138,50 @@ export async function deleteStream(
 }
 
 /**
+ * The tombstone a delete leaves: its lowest fence, a delete fence in the slot of its floor, and
+ * a floor past it.
+ * An engine that held the stream open commits, if at all, below the floor, one slot after the
+ * other (once the delete has taken its fences away), and meets that fence before it could write
+ * where a new stream of the id starts. A claim that starts a new stream there first holds the
+ * slot itself: then it is that stream's fence, and the floor stays. Returns the floor below which
+ * the delete removes everything, and the keys it keeps.
+ */
+async function entomb(
+  store: Store,
+  keys: StreamKeys,
+  fenced: Fenced,
+  signal: AbortSignal | undefined,
+): Promise<{ floor: number; tombstone: Set<string> }> {
+  const at = fenced.floor;
+  const key = keys.slot(at);
+  const header = {
+    stream: keys.stream,
+    seq: at,
+    epoch: 1,
+    writer: fenced.writer,
+    createdAt: Date.now(),
+    deleted: true,
+  };
+  const frame = encodeFrame('fence', header, new Uint8Array(0));
+  for (let attempt = 0; ; attempt++) {
+    const opt = signal ? { signal } : undefined;
+    let there = (await store.putIfAbsent(key, frame, opt)) ? frame : await store.get(key, opt);
+    if (there === undefined && attempt < 5) {
+      // "Exists" with nothing to read (S3's 409): look again shortly.
+      await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
+      continue;
+    }
+    there ??= new Uint8Array(0);
+    // The lowest of the delete's fences stays too: it holds the next key of the engine that was
+    // writing, which is then fenced at its next commit, as during the delete.
+    const lowest = fenced.fences[0]!;
+    if (Buffer.compare(there, frame) !== 0) return { floor: at, tombstone: new Set([lowest, fenced.floorKey]) };
+    await putFloor(store, keys, at + 1, signal);
+    return { floor: at + 1, tombstone: new Set([lowest, key, keys.floor(at + 1)]) };
+  }
+}
+
+/**
  * Whether a log key may hold a fence, as far as the listing it was seen in tells: every key of a
  * slot but its last is a fence; the last key of a slot at or below the newest seq committed when
  * the delete fenced (and at or above the retention floor, below which retention left only fences)
@@ -176,6 +228,8 @@ async function allKeys(store: Store, prefix: string, signal: AbortSignal | undef
 
 /** Where a delete fenced the stream, and what it knew of the log when it did. */
 interface Fenced {
+  /** The delete's writer id. */
+  writer: string;
   /** The keys of its fences, and of its floor (`floor`: every seq below it is deleted history). */
   fences: string[];
   floorKey: string;
@@ -189,9 +243,10 @@ interface Fenced {
  * Fences the stream at its next free key, and writes a floor above the fence. When a writer takes
  * that key first it is committing: the delete then fences a window of slots after it at once (it
  * stops at the first it meets), wider each time it wins them all. Returns the keys of the fences
- * that stand, the floor's key, and the floor.
+ * that stand, the floor's key, and the floor; undefined when the fences landed below a retention
+ * floor written meanwhile (slots retention deleted, where they fence no one: fence again).
  */
-async function fence(store: Store, keys: StreamKeys, signal: AbortSignal | undefined): Promise<Fenced> {
+async function fence(store: Store, keys: StreamKeys, signal: AbortSignal | undefined): Promise<Fenced | undefined> {
   const opt = signal ? { signal } : undefined;
   const writer = randomBytes(8).toString('hex');
   const log = await listLog(store, keys, signal);
@@ -242,10 +297,11 @@ async function fence(store: Store, keys: StreamKeys, signal: AbortSignal | undef
       { stream: keys.stream, seq: s },
     );
   };
-  const withFloor = async (fences: string[], top: number): Promise<Fenced> => {
+  const withFloor = async (fences: string[], top: number): Promise<Fenced | undefined> => {
+    if (await floorAbove(store, keys, top, signal)) return undefined;
     const floorKey = keys.floor(top + 1);
     await putFloor(store, keys, top + 1, signal);
-    return { fences, floorKey, floor: top + 1, committed, retained: log.floor };
+    return { writer, fences, floorKey, floor: top + 1, committed, retained: log.floor };
   };
   const placed = await fenceIn(seq, key);
   if (placed !== 'checkpoint') {

@@ -114,9 +114,12 @@ export async function readChain<S>(
       );
     }
     if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
-    const read = view.frames?.get(s);
-    if (read !== undefined) return read;
-    return readFrame(store, keys, s, tailKey(slot), limits, options.signal);
+    const frame = await (view.frames?.get(s) ?? readFrame(store, keys, s, tailKey(slot), limits, options.signal));
+    // A fence where the listing had a checkpoint: the checkpoint was deleted since (a floor moved
+    // past it; its fences are kept): list again.
+    if (frame.kind === 'fence' && (await floorAbove(store, keys, s, options.signal)))
+      throw vanishedError(keys, s, tailKey(slot));
+    return frame;
   };
   if (!bySeq.has(target)) {
     throw new StatefoldError(

@@ -14,7 +14,8 @@ import { newestView } from '../log/hint.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
-import { mapLimit, readFrame, relistOnVanish, vanished } from '../log/read.js';
+import { floorAbove } from '../log/floor.js';
+import { mapLimit, readFrame, relistOnVanish, vanished, vanishedError } from '../log/read.js';
 import { applyLedger, checkpointKind } from './chain.js';
 import type { ListCheckpointsOptions, ListedCheckpoint } from './types.js';
 
@@ -120,13 +121,14 @@ async function listWhole(
     if (known) return { seq, damaged: true, error: known };
     const slot = bySeq.get(seq)!;
     try {
-      return entry(
-        keys,
-        slot,
+      const frame =
         slot === view.tailSlot && view.tailFrame
           ? view.tailFrame
-          : await readFrame(store, keys, seq, tailKey(slot), limits, options.signal),
-      );
+          : await readFrame(store, keys, seq, tailKey(slot), limits, options.signal);
+      // A fence where the listing had a checkpoint: deleted since, behind a floor: list again.
+      if (frame.kind === 'fence' && (await floorAbove(store, keys, seq, options.signal)))
+        throw vanishedError(keys, seq, tailKey(slot));
+      return entry(keys, slot, frame);
     } catch (err) {
       if (vanished(err) || !isStatefoldError(err, 'CORRUPT')) throw err;
       return { seq, damaged: true, error: err };

@@ -27,12 +27,12 @@ async function busyStream(store: Store, stream: string): Promise<void> {
   await gc(store, stream, { keepLast: 5, minAgeMs: 0 });
 }
 
-/** The keys of `stream` once deleted: its tombstone alone, a floor and a fence below it. */
+/** The keys of `stream` once deleted: its tombstone alone, a floor and two fences below it. */
 async function expectTombstone(store: Store, segment: string): Promise<void> {
   const left = await store.list(`${segment}/`);
-  expect(left, 'a floor and a fence').toHaveLength(2);
+  expect(left, 'a floor and two fences').toHaveLength(3);
   expect(left.filter((k) => k.startsWith(`${segment}/gc/`))).toHaveLength(1);
-  expect(left.filter((k) => k.startsWith(`${segment}/log/`))).toHaveLength(1);
+  expect(left.filter((k) => k.startsWith(`${segment}/log/`))).toHaveLength(2);
 }
 
 describe('deleteStream', () => {
@@ -45,7 +45,7 @@ describe('deleteStream', () => {
       expect((await store.list('s.doomed/')).some((k) => k.includes('/gc/'))).toBe(true);
       const before = (await store.list('s.doomed/')).length;
       const report = await deleteStream(store, 'doomed');
-      expect(report.deletedKeys, 'every key it had').toBe(before);
+      expect(report.deletedKeys, 'every key it had, and the first floor it wrote').toBe(before + 1);
       await expectTombstone(store, 's.doomed');
       expect((await store.list('')).filter((k) => !k.startsWith('s.doomed/')).sort()).toEqual(keptKeys);
       expect(await listStreams(store)).toEqual(['kept']);
@@ -77,7 +77,7 @@ describe('deleteStream', () => {
         else files.push(path.relative(store.dir, path.join(dir, e.name)));
     };
     await walk(path.join(store.dir, 's.doomed'));
-    expect(files, 'the tombstone, no temp file').toHaveLength(2);
+    expect(files, 'the tombstone, no temp file').toHaveLength(3);
     expect(files.some((f) => f.includes('.tmp'))).toBe(false);
   });
 

@@ -128,9 +128,13 @@ describe('review: an open that straddles a whole deleteStream', () => {
     const b = holdOnce(inner, (op, key) => op === 'putIfAbsent' && key.includes('/log/'));
     const opening = SnapshotEngine.open<{ n: number }>({ store: b.store, stream: 's', policy: POLICY });
     await b.reached;
-    // ...while the whole delete runs: fence 7, floor 8, everything deleted but that fence and floor.
+    // ...while the whole delete runs: fence 7, floor 8, everything deleted but its tombstone.
     await deleteStream(inner, 's');
-    expect(await inner.list('s.s/')).toEqual(['s.s/gc/0000000000000008', 's.s/log/0000000000000007']);
+    expect(await inner.list('s.s/')).toEqual([
+      's.s/gc/0000000000000009',
+      's.s/log/0000000000000007',
+      's.s/log/0000000000000008',
+    ]);
     b.release();
     const engine = await opening;
     // Its fence landed in an empty stream, with no floor left to see; the resume read uses frames
@@ -163,7 +167,7 @@ describe('review: a hint that lands after deleteStream', () => {
     await hinted.p;
     await w.close(); // the hint write failed TIMEOUT as far as the engine knows
     await deleteStream(inner, 's');
-    expect(await inner.list('s.s/')).toHaveLength(2); // its tombstone: a floor and a fence
+    expect(await inner.list('s.s/')).toHaveLength(3); // its tombstone: a floor and two fences
     late.open(); // the late write lands
     await new Promise((r) => setTimeout(r, 10));
     // A deleted stream reads as nothing (NOT_FOUND), opens as new, and deletes again.
@@ -176,7 +180,7 @@ describe('review: a hint that lands after deleteStream', () => {
       open: 'err' in o ? o.err.code : 'ok',
       left: (await inner.list('s.s/')).length,
       streams: await listStreams(inner),
-    }).toEqual({ restore: 'NOT_FOUND', open: 'ok', left: 2, streams: [] });
+    }).toEqual({ restore: 'NOT_FOUND', open: 'ok', left: 3, streams: [] });
   });
 });
 
