@@ -2,9 +2,10 @@ import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError } from '../errors.js';
-import { abortedError, assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
+import { abortedError, assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
 import { removeTemps, tempOf } from './temps.js';
-import { createLayout, isShard, readLayout, shardOf, shardPrefix, type Layout } from './layout.js';
+import { createLayout, readLayout, shardOf, type Layout } from './layout.js';
+import { listKeys } from './list.js';
 import { DEFAULT_IO_THREADS, IoThreadUnavailable, ioPool } from './io-pool.js';
 import { Dirs, syncDir } from './dirs.js';
 
@@ -165,13 +166,10 @@ export class FileStore implements Store {
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
     assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
-    // Walk only the deepest directory the prefix names; its last partial segment filters names.
-    const slash = prefix.lastIndexOf('/');
-    const dirKey = slash < 0 ? '' : prefix.slice(0, slash);
-    const keys: string[] = [];
     const after = options?.startAfter;
+    let keys: string[];
     try {
-      await this.#walk(dirKey, prefix, keys, after, options?.limit);
+      keys = await listKeys(this.dir, prefix, after, options?.limit);
     } catch (err) {
       throw storageError('list', prefix, err);
     }
@@ -245,79 +243,6 @@ export class FileStore implements Store {
     return layout;
   }
 
-  async #walk(dirKey: string, prefix: string, out: string[], after?: string, limit?: number): Promise<void> {
-    const dir = dirKey === '' ? this.dir : this.#path(dirKey);
-    let entries;
-    try {
-      entries = await fs.readdir(dir, { withFileTypes: true });
-    } catch (err) {
-      if (isMissing(err)) return;
-      // A prefix that runs through an object's file has nothing under it; but when the store's
-      // own dir is not a directory, listing it failed and must not look empty.
-      if ((err as NodeJS.ErrnoException).code === 'ENOTDIR' && dirKey !== '' && (await isDirectory(this.dir))) return;
-      throw err;
-    }
-    const shards: string[] = [];
-    // In key order (a directory's keys sort as its name and '/'), so that a page can stop early:
-    // every key of a later entry sorts after every key already collected.
-    const ordered = entries
-      .map((entry) => ({ entry, order: entry.isDirectory() && !isShard(entry.name) ? `${entry.name}/` : entry.name }))
-      .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-    for (const { entry } of ordered) {
-      if (limit !== undefined && shards.length === 0 && out.length >= limit) break;
-      const key = dirKey === '' ? entry.name : `${dirKey}/${entry.name}`;
-      if (entry.isDirectory()) {
-        if (isShard(entry.name)) {
-          shards.push(entry.name);
-          continue;
-        }
-        // Descend only where keys below could start with the prefix, and not where every key sorts at or before `after`.
-        const asDir = `${key}/`;
-        if (after !== undefined && asDir < after && !after.startsWith(asDir)) continue;
-        if (asDir.startsWith(prefix) || prefix.startsWith(asDir)) await this.#walk(key, prefix, out, after, limit);
-      } else if (entry.isFile() && key.startsWith(prefix) && isValidKey(key) && (after === undefined || key > after)) {
-        out.push(key);
-      }
-    }
-    if (shards.length > 0) await this.#walkShards(dir, dirKey, shards.sort(), prefix, out, after, limit);
-  }
-
-  /**
-   * The keys in a directory's shards, in order: a shard whose keys all sort at or before `after`
-   * is not read, and once `limit` keys after `after` sort before the next shard, the rest are not.
-   */
-  async #walkShards(
-    dir: string,
-    dirKey: string,
-    shards: string[],
-    prefix: string,
-    out: string[],
-    after?: string,
-    limit?: number,
-  ): Promise<void> {
-    for (let i = 0; i < shards.length; i++) {
-      const head = shardPrefix(dirKey, shards[i]!);
-      if (!head.startsWith(prefix) && !prefix.startsWith(head)) continue;
-      if (after !== undefined && head < after && !after.startsWith(head)) continue;
-      let names: string[];
-      try {
-        names = await fs.readdir(path.join(dir, shards[i]!));
-      } catch (err) {
-        if (isMissing(err)) continue;
-        throw err;
-      }
-      for (const name of names) {
-        const key = dirKey === '' ? name : `${dirKey}/${name}`;
-        if (key.startsWith(prefix) && isValidKey(key) && (after === undefined || key > after)) out.push(key);
-      }
-      const next = shards[i + 1];
-      if (limit !== undefined && next !== undefined) {
-        const bound = shardPrefix(dirKey, next);
-        if (out.filter((k) => k < bound && (after === undefined || k > after)).length >= limit) return;
-      }
-    }
-  }
-
   async #openTemp(dir: string, temp: string): Promise<fs.FileHandle> {
     const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL;
     const waiting = this.#dirs.before(dir);
@@ -332,13 +257,6 @@ export class FileStore implements Store {
       return await fs.open(temp, flags, 0o644);
     }
   }
-}
-
-async function isDirectory(dir: string): Promise<boolean> {
-  return fs.stat(dir).then(
-    (stat) => stat.isDirectory(),
-    () => false,
-  );
 }
 
 function isMissing(err: unknown): boolean {
