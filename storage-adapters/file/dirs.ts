@@ -1,6 +1,7 @@
 /**
  * FileStore's directories: made on first write, and durable before any object linked into them
- * counts as created (a new directory's entry lives in its parent, which needs its own fsync).
+ * counts as created (a new directory's entry lives in its parent, which needs its own fsync);
+ * shard directories are removed again when a delete empties them.
  */
 import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
@@ -91,6 +92,15 @@ export class Dirs {
     }
   }
 
+  /**
+   * Forgets `dir` alone: this process removed it (an emptied shard, see `Shards`). Its parents are
+   * still there, and a fsync still owed for it is owed by no object any more.
+   */
+  removed(dir: string): void {
+    this.#known.delete(dir);
+    this.#unsynced.delete(dir);
+  }
+
   /** One level under a directory made first; fsyncs the parent when this call made it. */
   async #make(dir: string): Promise<void> {
     const parent = path.dirname(dir);
@@ -142,6 +152,66 @@ export class Dirs {
   }
 }
 
+/**
+ * The shard directories that this process's creates are writing into, and the deletes that may
+ * remove them. A delete that empties a shard removes it (rmdir, which refuses a directory that is
+ * not empty), but only when no create of this process was writing there as it started. A create's
+ * temp file sits in its shard from its open to after its link, so a shard can vanish under a
+ * create only before that open: the create then waits for the deletes that may remove the shard
+ * to be over, makes it again and opens again, and no delete of the process removes it meanwhile.
+ * Only another process's delete can (see FileStore). Without this, a stream kept to its last 10
+ * checkpoints left an empty shard per 256 seqs under each of its log, floors and hints (700 after
+ * 60,000 checkpoints), and every listing of floors or hints read all of them.
+ */
+export class Shards {
+  /** How many creates are writing into each directory. */
+  readonly #writing = new Map<string, number>();
+  /** The deletes in each directory that may remove it, until they settle. */
+  readonly #removing = new Map<string, Set<Promise<void>>>();
+
+  /** A create into `dir` starts; `leave` must follow, whatever it comes to. */
+  enter(dir: string): void {
+    this.#writing.set(dir, (this.#writing.get(dir) ?? 0) + 1);
+  }
+
+  /** A create into `dir` is over. */
+  leave(dir: string): void {
+    const n = this.#writing.get(dir)! - 1;
+    if (n === 0) this.#writing.delete(dir);
+    else this.#writing.set(dir, n);
+  }
+
+  /**
+   * Runs a delete in `dir`: `run(true)`, allowed to remove `dir` should it leave it empty, when no
+   * create of this process writes into it, else `run(false)`.
+   */
+  delete<T>(dir: string, run: (mayRemove: boolean) => Promise<T>): Promise<T> {
+    if (this.#writing.has(dir)) return run(false);
+    const deleting = run(true);
+    let set = this.#removing.get(dir);
+    if (set === undefined) this.#removing.set(dir, (set = new Set()));
+    const settled = deleting.then(
+      () => undefined,
+      () => undefined,
+    );
+    set.add(settled);
+    void settled.then(() => {
+      set.delete(settled);
+      if (set.size === 0) this.#removing.delete(dir);
+    });
+    return deleting;
+  }
+
+  /** Resolves once the deletes that may remove `dir`, started so far, are over. */
+  async removals(dir: string): Promise<void> {
+    const set = this.#removing.get(dir);
+    if (set !== undefined) await Promise.all(set);
+  }
+}
+
+/** The shard directories of every FileStore of this process (two stores may share a directory). */
+export const shards = new Shards();
+
 /** Fsyncs a directory, so that the entries made in it are durable. */
 export async function syncDir(dir: string): Promise<void> {
   const handle = await fs.open(dir, fsConstants.O_RDONLY);
@@ -150,4 +220,19 @@ export async function syncDir(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Makes an unlink in `dir` durable: fsyncs `dir`, or its parent when `dir` is gone (`removed`
+ * by the same delete, or by another process's since): then its removal is what must be durable.
+ */
+export async function syncUnlinked(dir: string, removed: boolean): Promise<void> {
+  if (!removed) {
+    try {
+      return await syncDir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  await syncDir(path.dirname(dir));
 }

@@ -4,10 +4,17 @@ import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError } from '../errors.js';
 import { abortedError, assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
 import { removeTemps, tempOf } from './temps.js';
-import { createLayout, readLayout, shardOf, type Layout } from './layout.js';
+import { createLayout, isShard, readLayout, shardOf, type Layout } from './layout.js';
 import { listKeys } from './list.js';
 import { DEFAULT_IO_THREADS, IoThreadUnavailable, ioPool } from './io-pool.js';
-import { Dirs, syncDir } from './dirs.js';
+import { Dirs, shards, syncDir, syncUnlinked } from './dirs.js';
+
+/**
+ * How many times a create makes its directory again when the open of its temp file finds it
+ * missing: once for a new directory, and once more each time another process removed it (an
+ * emptied shard) between the `mkdir` and the open.
+ */
+const MAKE_ATTEMPTS = 8;
 
 /** Options of `new FileStore(...)`. */
 export interface FileStoreOptions {
@@ -91,11 +98,18 @@ export class FileStore implements Store {
     try {
       const file = this.#path(key, await this.#layoutOf(true));
       const dir = path.dirname(file);
-      if (this.#ioThreads > 0 && ioPool.available) {
-        const created = await this.#createOnThread(file, dir, body);
-        if (created !== undefined) return created;
+      // Only shards are ever removed (when emptied, see delete): no other create needs to be known.
+      const shard = this.#isShard(dir);
+      if (shard) shards.enter(dir);
+      try {
+        if (this.#ioThreads > 0 && ioPool.available) {
+          const created = await this.#createOnThread(file, dir, body);
+          if (created !== undefined) return created;
+        }
+        return await this.#createHere(file, dir, key, body, options);
+      } finally {
+        if (shard) shards.leave(dir);
       }
-      return await this.#createHere(file, dir, key, body, options);
     } catch (err) {
       throw storageError('putIfAbsent', key, err);
     }
@@ -121,10 +135,8 @@ export class FileStore implements Store {
         if (err instanceof IoThreadUnavailable) return undefined;
         // Only a temp file that could not be opened is retried: a link that fails ENOENT means
         // the temp file was removed (a stream being deleted), and must not recreate the key there.
-        if (!isMissing(err) || !(err as { atOpen?: boolean }).atOpen || attempt > 0) throw err;
-        // The directory is new, or was removed behind our back (another process cleaned up): make it.
-        this.#dirs.forget(dir);
-        await this.#dirs.ensure(dir);
+        if (!isMissing(err) || !(err as { atOpen?: boolean }).atOpen || attempt + 1 >= MAKE_ATTEMPTS) throw err;
+        await this.#remake(dir);
       }
     }
   }
@@ -183,19 +195,42 @@ export class FileStore implements Store {
     try {
       const file = this.#path(key, await this.#layoutOf(false));
       const dir = path.dirname(file);
-      if (this.#ioThreads > 0 && ioPool.available) {
-        try {
-          return await ioPool.delete({ file, dir, fsync: this.#fsync }, this.#ioThreads);
-        } catch (err) {
-          if (!(err instanceof IoThreadUnavailable)) throw err;
-        }
-      }
-      await fs.unlink(file);
-      if (this.#fsync) await syncDir(dir);
+      // A shard that deletes empty (retention's, below a stream's floor, where nothing is written
+      // again) would stay for ever, and every listing of its directory would read it: the delete
+      // that empties it removes it, unless a create of this process is writing there.
+      if (!this.#isShard(dir)) await this.#unlink(file, dir, false);
+      else
+        await shards.delete(dir, async (mayRemove) => {
+          if (await this.#unlink(file, dir, mayRemove)) this.#dirs.removed(dir);
+        });
     } catch (err) {
       if (isMissing(err)) return;
       throw storageError('delete', key, err);
     }
+  }
+
+  /**
+   * Unlinks an object's file and, with `removeDir`, its directory should that leave it empty, and
+   * makes that durable; resolves whether the directory was removed.
+   */
+  async #unlink(file: string, dir: string, removeDir: boolean): Promise<boolean> {
+    if (this.#ioThreads > 0 && ioPool.available) {
+      try {
+        return await ioPool.delete({ file, dir, removeDir, fsync: this.#fsync }, this.#ioThreads);
+      } catch (err) {
+        if (!(err instanceof IoThreadUnavailable)) throw err;
+      }
+    }
+    await fs.unlink(file);
+    // rmdir refuses a directory that is not empty: that is the check.
+    const removed =
+      removeDir &&
+      (await fs.rmdir(dir).then(
+        () => true,
+        () => false,
+      ));
+    if (this.#fsync) await syncUnlinked(dir, removed);
+    return removed;
   }
 
   /**
@@ -228,6 +263,11 @@ export class FileStore implements Store {
       : path.join(this.dir, ...segments.slice(0, -1), shard, last);
   }
 
+  /** Whether `dir`, an object's directory, is a shard (`@` never occurs in a key, but may in `dir`). */
+  #isShard(dir: string): boolean {
+    return dir !== this.dir && isShard(path.basename(dir));
+  }
+
   /**
    * The layout objects are read and written in. An empty store is sharded; its first write records
    * that (reads do not write: until then they find nothing either way).
@@ -247,15 +287,25 @@ export class FileStore implements Store {
     const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL;
     const waiting = this.#dirs.before(dir);
     if (waiting !== undefined) await waiting;
-    try {
-      return await fs.open(temp, flags, 0o644);
-    } catch (err) {
-      if (!isMissing(err)) throw err;
-      // The directory is new, or was removed behind our back (another process cleaned up): make it.
-      this.#dirs.forget(dir);
-      await this.#dirs.ensure(dir);
-      return await fs.open(temp, flags, 0o644);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fs.open(temp, flags, 0o644);
+      } catch (err) {
+        if (!isMissing(err) || attempt + 1 >= MAKE_ATTEMPTS) throw err;
+        await this.#remake(dir);
+      }
     }
+  }
+
+  /**
+   * Makes `dir` again, for a create whose temp file it was missing for: it is new, or was removed
+   * by another process, or by a delete of this one that started before the create (waited for:
+   * none starts while the create runs, see Shards).
+   */
+  async #remake(dir: string): Promise<void> {
+    await shards.removals(dir);
+    this.#dirs.forget(dir);
+    await this.#dirs.ensure(dir);
   }
 }
 

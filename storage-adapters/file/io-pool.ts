@@ -69,9 +69,12 @@ class IoPool {
     return this.#send({ op: 'read', file }, limit) as Promise<Uint8Array | undefined>;
   }
 
-  /** Deletes a file on an I/O thread (rejects ENOENT when there is none), fsyncing its directory when asked. */
-  async delete(job: Omit<DeleteJob, 'id' | 'op'>, limit: number): Promise<void> {
-    await this.#send({ ...job, op: 'delete' }, limit);
+  /**
+   * Deletes a file on an I/O thread (rejects ENOENT when there is none), and its directory when
+   * asked and left empty, fsyncing when asked; resolves whether it removed the directory.
+   */
+  delete(job: Omit<DeleteJob, 'id' | 'op'>, limit: number): Promise<boolean> {
+    return this.#send({ ...job, op: 'delete' }, limit) as Promise<boolean>;
   }
 
   #send(
@@ -174,7 +177,7 @@ class IoPool {
     const pending = this.#take(reply.id);
     if (pending === undefined) return;
     if ('created' in reply) pending.resolve(reply.created);
-    else if ('deleted' in reply) pending.resolve(undefined);
+    else if ('deleted' in reply) pending.resolve(reply.removed);
     else if ('body' in reply)
       pending.resolve(
         reply.body === null ? undefined : Buffer.from(reply.body.buffer, reply.body.byteOffset, reply.body.byteLength),

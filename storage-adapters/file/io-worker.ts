@@ -7,7 +7,18 @@
  * A blocking fsync holds only this thread, so several of them keep several fsyncs in flight,
  * which the filesystem's journal commits together.
  */
-import { closeSync, constants, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  rmdirSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 
 /** A create: the temp file to write, the object's file, its directory, the body, and whether to fsync. */
@@ -28,26 +39,30 @@ export interface ReadJob {
   file: string;
 }
 
-/** A delete: unlink the object's file, then fsync its directory when asked. */
+/**
+ * A delete: unlink the object's file, then with `removeDir` remove its directory should that
+ * leave it empty, then fsync the directory (its parent when it is gone) when asked.
+ */
 export interface DeleteJob {
   op: 'delete';
   id: number;
   file: string;
   dir: string;
+  removeDir: boolean;
   fsync: boolean;
 }
 
 /**
  * A reply (sent in arrays, see below): what the job came to (whether a create created the
- * object; a read's bytes, or null when there is no such file; that a delete is done), or the
- * error of the first call that failed
- * (its code, such as ENOENT when a directory was removed behind the store's back, its message,
- * and whether it was the open of a create's temp file, before which nothing was written).
+ * object; a read's bytes, or null when there is no such file; that a delete is done, and whether
+ * it removed the directory), or the error of the first call that failed (its code, such as ENOENT
+ * when a directory was removed behind the store's back, its message, and whether it was the open
+ * of a create's temp file, before which nothing was written).
  */
 export type IoReply =
   | { id: number; created: boolean }
   | { id: number; body: Uint8Array | null }
-  | { id: number; deleted: true }
+  | { id: number; deleted: true; removed: boolean }
   | { id: number; error: { code: string | undefined; message: string; atOpen: boolean } };
 
 /**
@@ -78,10 +93,7 @@ parentPort?.postMessage({ ready: true });
 function run(job: CreateJob | ReadJob | DeleteJob, transfer: ArrayBuffer[]): IoReply {
   try {
     if (job.op === 'create') return { id: job.id, created: create(job) };
-    if (job.op === 'delete') {
-      remove(job);
-      return { id: job.id, deleted: true };
-    }
+    if (job.op === 'delete') return { id: job.id, deleted: true, removed: remove(job) };
     const body = read(job.file);
     if (body !== null) transfer.push(body.buffer as ArrayBuffer);
     return { id: job.id, body };
@@ -119,10 +131,32 @@ class OpenFailed extends Error {
   }
 }
 
-/** Unlinks the file (ENOENT when there is none) and makes that durable. */
-function remove(job: DeleteJob): void {
+/**
+ * Unlinks the file (ENOENT when there is none), and the directory when asked and empty, and makes
+ * that durable (see syncUnlinked in dirs.ts); returns whether it removed the directory.
+ */
+function remove(job: DeleteJob): boolean {
   unlinkSync(job.file);
-  if (job.fsync) syncDir(job.dir);
+  let removed = false;
+  if (job.removeDir) {
+    try {
+      // rmdir refuses a directory that is not empty: that is the check.
+      rmdirSync(job.dir);
+      removed = true;
+    } catch {
+      // Not empty, or already gone.
+    }
+  }
+  if (job.fsync) {
+    try {
+      syncDir(removed ? dirname(job.dir) : job.dir);
+    } catch (err) {
+      // Removed by another process since: its removal is what must be durable.
+      if (removed || (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      syncDir(dirname(job.dir));
+    }
+  }
+  return removed;
 }
 
 function syncDir(dir: string): void {

@@ -9,7 +9,8 @@
  *   14 characters and `@`: `<dir>/s/log/00000000000001@/0000000000000123`. A shard holds at most
  *   256 seqs and the keys after their fences, so a listing from a seq reads the log's directory of
  *   shards and the shards from that seq on, not the history. `@` never occurs in a key, so a shard
- *   is never taken for a key's directory.
+ *   is never taken for a key's directory. The delete that empties a shard removes it (dirs.ts), so
+ *   that a stream whose old seqs retention deletes keeps a few shards, not one per 256 seqs.
  *
  * The layout is recorded once, in `<dir>/@layout` (not a valid key, so never listed), written
  * create-if-absent before the first object of an empty store. A directory that holds objects and no

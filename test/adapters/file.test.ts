@@ -1,12 +1,15 @@
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { FileStore } from 'statefold';
+import { FileStore, SnapshotEngine, gc, listCheckpoints, restore } from 'statefold';
 import { describeStoreConformance } from 'statefold/testing';
+import { churnKey, churnShard } from '../support/shard-churn.mjs';
 // FileStore internals the store's own API cannot reach (its directories, the step an I/O thread
 // reports failing), read from the build.
-import { Dirs, syncDir } from '../../dist/storage-adapters/file/dirs.js';
+import { Dirs, Shards, syncDir } from '../../dist/storage-adapters/file/dirs.js';
 import { ioPool } from '../../dist/storage-adapters/file/io-pool.js';
 
 const dirs: string[] = [];
@@ -159,6 +162,136 @@ describe('file store: native behaviour', () => {
   });
 });
 
+/** The directories under `root` (relative paths, sorted), and those of them that hold nothing. */
+async function dirsUnder(root: string): Promise<{ all: string[]; empty: string[] }> {
+  const all: string[] = [];
+  const empty: string[] = [];
+  const visit = async (dir: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true });
+    if (entries.length === 0) empty.push(path.relative(root, dir));
+    for (const entry of entries) {
+      if (!entry.isDirectory()) continue;
+      all.push(path.relative(root, path.join(dir, entry.name)));
+      await visit(path.join(dir, entry.name));
+    }
+  };
+  await visit(root);
+  return { all: all.sort(), empty: empty.sort() };
+}
+
+/** Churns a shard from another process (see the race below). */
+const SHARD_CHILD = fileURLToPath(new URL('../support/shard-child.mjs', import.meta.url));
+
+describe('file store: emptied shards', () => {
+  const retention = { keepLast: 10, minAgeMs: 0 };
+
+  it('removes the shards that retention empties: a stream kept to its last 10 checkpoints keeps a few directories, whatever its history', async () => {
+    const dir = await freshDir();
+    const store = new FileStore({ dir, fsync: false });
+    const engine = await SnapshotEngine.open({ store, stream: 'agent', retention });
+    // 1,000 seqs span 4 shards of 256 under each of log/, gc/ (floors) and hint/.
+    for (let n = 1; n <= 1000; n++) await engine.checkpoint({ n, recent: [n - 1, n] });
+    await engine.close();
+    await gc(store, 'agent', retention);
+    const { all, empty } = await dirsUnder(path.join(dir, 's.agent'));
+    expect(empty).toEqual([]);
+    // Left: log/, gc/ and hint/; in log/, the shard of seq 1 (the open's fence stays, see gc) and
+    // the newest seqs' (one, or two across a shard's end); one floor's shard and one hint's.
+    expect(all.length, all.join(' ')).toBeLessThanOrEqual(3 + 3 + 2);
+    // Listing and restoring read what is left.
+    const listed = (await listCheckpoints(store, 'agent')).map((c) => c.seq);
+    expect(listed.at(-1)).toBe(1000);
+    expect(listed[0]).toBeLessThanOrEqual(991);
+    expect((await restore(store, 'agent')).state).toEqual({ n: 1000, recent: [999, 1000] });
+    expect((await restore(store, 'agent', { seq: listed[0]! })).state).toEqual({
+      n: listed[0],
+      recent: [listed[0]! - 1, listed[0]],
+    });
+  });
+
+  it('keeps the shards that hold the fences of earlier opens, and only those', async () => {
+    const dir = await freshDir();
+    const store = new FileStore({ dir, fsync: false });
+    // Four opens, 300 checkpoints each: each open's fence (seqs 1, 301, 601, 901) stays in its shard.
+    for (let open = 0; open < 4; open++) {
+      const engine = await SnapshotEngine.open({ store, stream: 'agent', retention });
+      for (let i = 1; i <= 300; i++) await engine.checkpoint({ n: open * 300 + i });
+      await engine.close();
+    }
+    await gc(store, 'agent', retention);
+    const { all, empty } = await dirsUnder(path.join(dir, 's.agent'));
+    expect(empty).toEqual([]);
+    // The four fences' shards (seq 901 is 0x385: shard 03) and the newest seqs' (1,200 is 0x4b0).
+    const shard = (n: number): string => `log/${n.toString(16).padStart(14, '0')}@`;
+    expect(all.filter((d) => d.startsWith('log/'))).toEqual([0, 1, 2, 3, 4].map(shard));
+    expect((await restore(store, 'agent')).state).toEqual({ n: 1200 });
+  });
+
+  it.each([{ ioThreads: 0 }, {}])(
+    'leaves a shard emptied while a create of the process is on its way into it, and removes it later (%o)',
+    async (options) => {
+      const dir = await freshDir();
+      const store = new FileStore({ dir, ...options });
+      const shard = path.join(dir, 'l', '00000000000001@');
+      await store.putIfAbsent('l/0000000000000100', Uint8Array.of(1));
+      // A create held before it opens its temp file (the shard is known: nothing to wait for).
+      let release!: () => void;
+      const before = vi
+        .spyOn(Dirs.prototype, 'before')
+        .mockImplementation(() => new Promise<void>((resolve) => (release = resolve)));
+      let created: Promise<boolean>;
+      try {
+        created = store.putIfAbsent('l/0000000000000101', Uint8Array.of(2));
+        await vi.waitFor(() => expect(before).toHaveBeenCalledWith(shard));
+      } finally {
+        before.mockRestore();
+      }
+      // The delete empties the shard, and leaves it: the create would otherwise find it gone.
+      await store.delete('l/0000000000000100');
+      expect(await readdir(shard)).toEqual([]);
+      release();
+      expect(await created).toBe(true);
+      expect(await store.list('l/')).toEqual(['l/0000000000000101']);
+      await store.delete('l/0000000000000101');
+      expect(await readdir(path.join(dir, 'l'))).toEqual([]);
+    },
+  );
+
+  it('never loses a create into a shard that deletes empty and remove meanwhile, in this process or another', async () => {
+    const dir = await freshDir();
+    // Another process churns the same shard: its removals meet this process's creates between
+    // their mkdir and their temp file, which this process's own bookkeeping cannot prevent.
+    const child = spawn(process.execPath, [SHARD_CHILD, dir, 'c', '2', '150'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (data: Buffer) => {
+        out += data.toString();
+        if (out.includes('ready\n')) resolve();
+      });
+      child.on('exit', () => reject(new Error(`shard child exited: ${out}`)));
+    });
+    child.stdin.end('go\n');
+    // Two stores of this process, each with its own knowledge of which directories exist, one
+    // writing on the I/O threads and one on Node's fs.
+    const a = new FileStore({ dir });
+    const b = new FileStore({ dir, ioThreads: 0 });
+    // Every create resolved true and read back before its delete (churnShard rejects otherwise).
+    expect(await Promise.all([churnShard(a, 'a', 2, 150), churnShard(b, 'b', 2, 150)])).toEqual([300, 300]);
+    expect(await exited, out).toBe(0);
+    expect(out).toContain('done 300');
+    // And a create after the churn lands where a listing and another store find it.
+    const key = churnKey('a', 9, 0);
+    expect(await a.putIfAbsent(key, Uint8Array.of(1))).toBe(true);
+    expect(await b.list('r/')).toEqual([key]);
+    await a.delete(key);
+    // The last delete left the shard empty, and removed it.
+    expect(await readdir(path.join(dir, 'r'))).toEqual([]);
+  });
+});
+
 /** A directory fsync that takes a while and records when each one finished. */
 function slowSync(synced: string[]): (dir: string) => Promise<void> {
   return async (dir) => {
@@ -271,6 +404,28 @@ describe('file store: directories', () => {
     },
   );
 
+  it('lets a delete remove a shard only when no create of the process writes there, and a create wait for those that may', async () => {
+    const shards = new Shards();
+    const shard = path.join(await freshDir(), '00000000000001@');
+    // A create is writing into it: a delete started now may not remove it.
+    shards.enter(shard);
+    expect(await shards.delete(shard, async (mayRemove) => mayRemove)).toBe(false);
+    shards.leave(shard);
+    // None is: it may, and a create that finds the shard gone waits for it to be over.
+    let finish!: () => void;
+    const deleting = shards.delete(shard, (mayRemove) => new Promise<boolean>((r) => (finish = () => r(mayRemove))));
+    let waited = false;
+    const waiting = shards.removals(shard).then(() => (waited = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(waited).toBe(false);
+    finish();
+    expect(await deleting).toBe(true);
+    await waiting;
+    // A delete that failed is over too.
+    await expect(shards.delete(shard, () => Promise.reject(new Error('EIO')))).rejects.toThrow('EIO');
+    await shards.removals(shard);
+  });
+
   it('makes the root and what is missing above it', async () => {
     const base = await freshDir();
     const root = path.join(base, 'p', 'q');
@@ -313,11 +468,28 @@ describe('file store: I/O thread deletes', () => {
   it('unlinks the file, and rejects ENOENT for one that is not there', async () => {
     const dir = await freshDir();
     await writeFile(path.join(dir, 'k'), 'x');
-    await ioPool.delete({ file: path.join(dir, 'k'), dir, fsync: true }, 2);
+    expect(await ioPool.delete({ file: path.join(dir, 'k'), dir, removeDir: false, fsync: true }, 2)).toBe(false);
     expect(await readdir(dir)).toEqual([]);
-    await expect(ioPool.delete({ file: path.join(dir, 'k'), dir, fsync: true }, 2)).rejects.toMatchObject({
-      code: 'ENOENT',
+    await expect(
+      ioPool.delete({ file: path.join(dir, 'k'), dir, removeDir: false, fsync: true }, 2),
+    ).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('removes the directory when asked, once the file was its last', async () => {
+    const shard = path.join(await freshDir(), '00000000000001@');
+    await mkdir(shard);
+    await writeFile(path.join(shard, 'a'), 'x');
+    await writeFile(path.join(shard, 'b'), 'x');
+    const job = (name: string): Parameters<typeof ioPool.delete>[0] => ({
+      file: path.join(shard, name),
+      dir: shard,
+      removeDir: true,
+      fsync: true,
     });
+    expect(await ioPool.delete(job('a'), 2)).toBe(false);
+    expect(await readdir(shard)).toEqual(['b']);
+    expect(await ioPool.delete(job('b'), 2)).toBe(true);
+    await expect(stat(shard)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
 
@@ -350,7 +522,7 @@ describe('file store: I/O thread batches', () => {
       create('taken'),
       read('r1'),
       create('c1', missing),
-      ioPool.delete({ file: path.join(dir, 'r7'), dir, fsync: true }, 4).then(() => 'deleted'),
+      ioPool.delete({ file: path.join(dir, 'r7'), dir, removeDir: false, fsync: true }, 4).then(() => 'deleted'),
       ...Array.from({ length: 5 }, (_, i) => read(`r${i + 2}`)),
       create('c2'),
     ]);
