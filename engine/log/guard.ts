@@ -8,6 +8,7 @@
  * cancellation.
  */
 import type { ListOptions, Store, StoreOptions } from '../../storage-adapters/store.js';
+import { setLongTimeout } from '../../storage-adapters/kit/timers.js';
 import { StatefoldError, describeCause } from '../errors.js';
 
 /** Default time a single store call may take before it fails TIMEOUT: 5 minutes (a guard against calls that never settle). */
@@ -59,7 +60,10 @@ export function guardStore(store: Store, timeoutMs: number): Store {
   };
 }
 
-/** Checks a `storeTimeoutMs` option: a positive number of milliseconds, or Infinity. */
+/**
+ * Checks a `storeTimeoutMs` option: a positive number of milliseconds, or Infinity. Any number is
+ * kept as given, also past the 2^31-1 ms (24.8 days) that Node's timers hold (kit/timers.ts).
+ */
 export function resolveStoreTimeout(value: unknown, op: string): number {
   if (value === undefined) return DEFAULT_STORE_TIMEOUT_MS;
   if (typeof value !== 'number' || !(value > 0)) {
@@ -82,22 +86,21 @@ async function guarded<T>(
 ): Promise<T> {
   const signal = options?.signal;
   if (signal?.aborted) throw aborted(op, key, signal.reason);
-  let timer: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   try {
     const result = await new Promise<T>((resolve, reject) => {
-      if (timeoutMs !== Infinity) {
-        timer = setTimeout(
-          () =>
-            reject(
-              new StatefoldError(
-                'TIMEOUT',
-                `${op} ${key}: the store did not answer within ${timeoutMs} ms (storeTimeoutMs)`,
-                { key },
-              ),
+      // Not setTimeout: Node fires one of more than 2^31-1 ms at once.
+      cancel = setLongTimeout(
+        () =>
+          reject(
+            new StatefoldError(
+              'TIMEOUT',
+              `${op} ${key}: the store did not answer within ${timeoutMs} ms (storeTimeoutMs)`,
+              { key },
             ),
-          timeoutMs,
-        );
-      }
+          ),
+        timeoutMs,
+      );
       try {
         call().then(resolve, reject);
       } catch (err) {
@@ -116,7 +119,7 @@ async function guarded<T>(
     if (err instanceof StatefoldError) throw err;
     throw new StatefoldError('STORAGE', `${op} ${key}: ${describeCause(err)}`, { key, cause: err });
   } finally {
-    clearTimeout(timer);
+    cancel?.();
   }
 }
 

@@ -1,5 +1,6 @@
 import { StatefoldError, describeCause } from '../errors.js';
 import { abortedError } from './errors.js';
+import { setLongTimeout, timeoutSignal } from './timers.js';
 
 /** How a remote store retries one request: how many tries, the backoff between them, and which failures earn another. */
 export interface RetryPolicy {
@@ -9,7 +10,7 @@ export interface RetryPolicy {
   baseDelayMs: number;
   /** The longest wait between two tries. */
   maxDelayMs: number;
-  /** One try gives up after this long: its signal fires and the try counts as a transient failure. */
+  /** One try gives up after this long (any number of ms: longer than Node's timers is kept too): its signal fires and the try counts as a transient failure. */
   tryTimeoutMs: number;
   /** Whether a failure is worth another try (throttling, 5xx, resets). A TransientError always is. */
   isRetryable(err: unknown): boolean;
@@ -42,7 +43,8 @@ export async function retry<T>(
   const random = policy.random ?? Math.random;
   for (let tries = 1; ; tries++) {
     if (signal?.aborted) throw abortedError(op, key, signal.reason);
-    const timeout = AbortSignal.timeout(policy.tryTimeoutMs);
+    // Not AbortSignal.timeout: Node fires one of more than 2^31-1 ms at once (timers.ts).
+    const { signal: timeout, clear } = timeoutSignal(policy.tryTimeoutMs);
     const trySignal = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
     try {
       return await attempt(trySignal);
@@ -55,6 +57,8 @@ export async function retry<T>(
       const retryable = cause instanceof TransientError || policy.isRetryable(cause);
       if (!retryable || tries >= policy.maxAttempts) throw retryError(op, key, cause, tries, describe);
       await sleep(random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (tries - 1)), signal);
+    } finally {
+      clear();
     }
   }
 }
@@ -71,16 +75,16 @@ export function retryError(
   return new StatefoldError('STORAGE', `${op} ${key}: ${describe(cause)}${after}`, { key, cause });
 }
 
-/** Waits `ms` milliseconds; an abort of `signal` ends the wait early (it resolves: the caller checks the signal). */
+/** Waits `ms` milliseconds (any number); an abort of `signal` ends the wait early (it resolves: the caller checks the signal). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = (): void => {
-      clearTimeout(timer);
+      cancel();
       signal?.removeEventListener('abort', done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const cancel = setLongTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
   });
 }

@@ -131,6 +131,18 @@ describe('s3 store: retries', () => {
     expect(server.count('GET', 'k/1')).toBe(2);
   });
 
+  it('keeps a requestTimeoutMs longer than 2^31-1 ms: with 3e9, requests that take 50 ms succeed', async () => {
+    // AbortSignal.timeout of more than 2^31-1 ms aborts after 1 ms: every try used to give up.
+    const { server, store } = await setup({}, { requestTimeoutMs: 3e9, maxAttempts: 1 });
+    server.failNext(() => true, { kind: 'delay', ms: 50 }, Infinity);
+    expect(await store.putIfAbsent('k/1', bytes('abc'))).toBe(true);
+    expect(Buffer.from((await store.get('k/1'))!).toString()).toBe('abc');
+    expect(await store.list('k/')).toEqual(['k/1']);
+    await store.delete('k/1');
+    expect(await store.get('k/1')).toBeUndefined();
+    expect(server.count('GET', 'k/1')).toBe(2);
+  });
+
   it('stops at once when the caller aborts, with the reason as cause', async () => {
     const { server, store } = await setup();
     server.failNext(isGet('k/1'), { kind: 'hang' }, 10);

@@ -285,6 +285,28 @@ describe('errors: one boundary for capture and for store calls', () => {
     });
   });
 
+  it('keeps a storeTimeoutMs longer than 2^31-1 ms: with 30 days, calls that take 25 ms succeed', async () => {
+    // Node runs a setTimeout of more than 2^31-1 ms after 1 ms: every call used to fail TIMEOUT.
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const inner = new MemoryStore();
+      const slow = new HookStore(inner, () => new Promise<void>((r) => setTimeout(r, 25)));
+      const storeTimeoutMs = 30 * 24 * 3600 * 1000;
+      const engine = await SnapshotEngine.open({ store: slow, stream: 'month', storeTimeoutMs });
+      await engine.checkpoint({ a: 1 });
+      await engine.checkpoint({ a: 2 });
+      await engine.close();
+      expect((await restore(slow, 'month', { storeTimeoutMs })).state).toEqual({ a: 2 });
+      expect((await listCheckpoints(slow, 'month', { storeTimeoutMs })).map((c) => c.seq)).toEqual([1, 2]);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain('TimeoutOverflowWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('rejects ABORTED, not STORAGE, when the caller aborts', async () => {
     const inner = new MemoryStore();
     const engine = await SnapshotEngine.open({ store: inner, stream: 'ab' });

@@ -29,7 +29,9 @@ export type Fault =
   /** Applies the request, then closes the connection without an answer (the write landed, the answer was lost). */
   | { kind: 'reset-after' }
   /** Never answers. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Answers as usual, `ms` milliseconds late. */
+  | { kind: 'delay'; ms: number };
 
 /** One request as the server saw it. */
 export interface SeenRequest {
@@ -98,6 +100,7 @@ export class FakeS3 {
     if (fault?.kind === 'reset') return void res.socket?.destroy();
     if (fault?.kind === 'hang') return void this.#hanging.add(res);
     if (fault?.kind === 'status') return error(res, fault.status, fault.code);
+    if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
     const answered = this.#apply(seen, body, res);
     if (fault?.kind === 'reset-after') return void res.socket?.destroy();
     answered();
