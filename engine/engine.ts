@@ -175,13 +175,15 @@ export class SnapshotEngine<S = unknown> {
   /**
    * Records one step of the agent and checkpoints when the policy says so: `everySteps` steps or
    * `everyMs` milliseconds since the last checkpoint, or `maxPendingBytes` of change, whichever
-   * comes first. Returns the checkpoint's promise when it took one, undefined otherwise.
+   * comes first. Returns the checkpoint's promise when it took one, undefined otherwise; a state
+   * or meta that cannot be checkpointed is rejected (INVALID_STATE) at this step either way.
    */
   step(state: S, options?: CheckpointOptions): Promise<CheckpointInfo> | undefined {
     if (this.#lifecycle !== 'open' || this.fenced) return this.checkpoint(state, options);
     let due: boolean;
     try {
-      due = this.#trigger.step(() => this.#capturer.estimate(state));
+      due = this.#trigger.step(this.#capturer, state);
+      if (!due) this.#encodeMeta(options);
     } catch (err) {
       return Promise.reject(this.#wrapCaptureError(err));
     }
@@ -209,7 +211,8 @@ export class SnapshotEngine<S = unknown> {
   /**
    * Closes the engine: from this call on, every other call (another close() included) rejects
    * CLOSED. It waits for effects in flight to record their outcome, checkpoints the last step that
-   * did not checkpoint, and waits until every checkpoint in flight has settled.
+   * did not checkpoint, and waits until every checkpoint in flight and the work after a base (hint,
+   * retention) have settled; when one of these fails, it waits for the rest, then rejects with that error.
    */
   async close(): Promise<void> {
     if (this.#lifecycle !== 'open') {
@@ -220,15 +223,15 @@ export class SnapshotEngine<S = unknown> {
       );
     }
     this.#lifecycle = 'closing';
+    const errors: unknown[] = [];
+    const wait = (work: () => Promise<unknown>): Promise<unknown> => work().catch((err: unknown) => errors.push(err));
+    await wait(() => this.#effects.idle());
     // A fenced engine closes too: it only waits for what is in flight (which will fail FENCED).
-    try {
-      await this.#effects.idle();
-      if (this.#trigger.deferred && !this.fenced) await this.#flush();
-      await this.#queue.idle();
-      await this.#afterBase.idle();
-    } finally {
-      this.#lifecycle = 'closed';
-    }
+    if (this.#trigger.deferred && !this.fenced) await wait(() => this.#flush());
+    await wait(() => this.#queue.idle());
+    await wait(() => this.#afterBase.idle());
+    this.#lifecycle = 'closed';
+    if (errors.length > 0) throw errors[0];
   }
 
   /**

@@ -63,6 +63,11 @@ export abstract class Capturer {
     return { id: this.#nextId++, ops: [], state: this.#state, estimatedBytes: 0 };
   }
 
+  /** Checks `state` as `capture` would (INVALID_STATE naming the path), capturing nothing. */
+  check(state: unknown): void {
+    this.#capture(state, false, false);
+  }
+
   /** Estimates the encoded size of the change since the last capture, capturing nothing. */
   estimate(state: unknown): number {
     return this.#capture(state, true, false).estimatedBytes;

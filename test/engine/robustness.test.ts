@@ -52,6 +52,77 @@ describe('engine: close is a state', () => {
   });
 });
 
+describe('engine: step checks the state it does not checkpoint', () => {
+  const configs = [
+    ['copy', {}],
+    ['immutable', {}],
+    ['copy, with maxPendingBytes', { maxPendingBytes: 1e9 }],
+  ] as const;
+  for (const [name, policy] of configs) {
+    it(`rejects a state it cannot checkpoint at the step that passed it, and keeps the step before (${name})`, async () => {
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open<Record<string, unknown>>({
+        store,
+        stream: 'step-check',
+        updates: name.startsWith('immutable') ? 'immutable' : 'copy',
+        policy: { everySteps: 100, everyMs: Infinity, ...policy },
+      });
+      await engine.checkpoint({ n: 0 });
+      expect(engine.step({ n: 1 })).toBeUndefined();
+      const bad = engine.step({ n: 2, tools: { run: () => 1 } });
+      expect(bad).toBeInstanceOf(Promise);
+      await expect(bad).rejects.toMatchObject({
+        code: 'INVALID_STATE',
+        stream: 'step-check',
+        path: '$.tools.run',
+        message: 'checkpoint stream "step-check": $.tools.run: a function cannot be checkpointed',
+      });
+      const badMeta = engine.step({ n: 2 }, { meta: { at: 1n } });
+      expect(badMeta).toBeInstanceOf(Promise);
+      await expect(badMeta).rejects.toMatchObject({ code: 'INVALID_STATE', path: 'meta.at' });
+      // The last valid step is the one close() checkpoints.
+      await engine.close();
+      expect((await restore(store, 'step-check')).state).toEqual({ n: 1 });
+    });
+  }
+
+  it('waits for the work in the background when its last checkpoint fails, then rejects with that error', async () => {
+    const inner = new MemoryStore();
+    // The hint written after each base waits until released.
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let hinting = false;
+    const store = new HookStore(inner, async (op, key) => {
+      if (op === 'putIfAbsent' && key.includes('/hint/')) {
+        hinting = true;
+        await held;
+      }
+    });
+    const engine = await SnapshotEngine.open<Record<string, unknown>>({
+      store,
+      stream: 'close-waits',
+      policy: { everySteps: 100, everyMs: Infinity },
+    });
+    await engine.checkpoint({ n: 0 });
+    while (!hinting) await new Promise((r) => setImmediate(r));
+    // A valid step, then changed in place ('copy' reads it when it checkpoints) into one that is not.
+    const state: Record<string, unknown> = { n: 1 };
+    expect(engine.step(state)).toBeUndefined();
+    state.run = () => 1;
+    let settled = false;
+    const closing = engine.close().finally(() => (settled = true));
+    closing.catch(() => undefined);
+    for (let turn = 0; turn < 50; turn++) await new Promise((r) => setImmediate(r));
+    // Still waiting for the hint: close() has not returned with work running behind it.
+    expect(settled).toBe(false);
+    release();
+    await expect(closing).rejects.toMatchObject({ code: 'INVALID_STATE', path: '$.run' });
+    expect(await inner.list('s.close-waits/hint/')).toHaveLength(1);
+    await expect(engine.close()).rejects.toMatchObject({ code: 'CLOSED' });
+    expect((await restore(inner, 'close-waits')).state).toEqual({ n: 0 });
+  });
+});
+
 describe('retention: gc racing another gc', () => {
   it('lists again when the other gc deletes what this one listed, instead of rejecting NOT_FOUND', async () => {
     const inner = new MemoryStore();
