@@ -1,21 +1,25 @@
 /**
- * Argument checks shared by the read and write APIs: a clear INVALID_ARGUMENT before any store is
- * touched.
+ * Argument checks shared by the read and write APIs: a clear INVALID_ARGUMENT, naming the call and
+ * the option, before any store is touched. Every check describes the value it rejects with
+ * describeValue, which never throws (BigInts, symbols, objects without a prototype, Proxies).
  */
 import type { Store } from '../storage-adapters/store.js';
-import { StatefoldError } from './errors.js';
+import { StatefoldError, describeValue } from './errors.js';
 import { DEFAULT_LIMITS, type FrameLimits, type FrameReading } from './format/frame.js';
 import { Keyring, type Encryption } from './format/keyring.js';
+import { resolveStoreTimeout } from './log/guard.js';
 
-/** Throws INVALID_ARGUMENT unless `seq` is a positive safe integer. */
-export function assertSeq(seq: unknown, stream: string): asserts seq is number {
+/** Throws INVALID_ARGUMENT `op stream "id": what` (`op: what` when no stream is known yet). */
+export function invalidArgument(op: string, what: string, stream?: string): never {
+  const where = stream === undefined ? op : `${op} stream ${JSON.stringify(stream)}`;
+  throw new StatefoldError('INVALID_ARGUMENT', `${where}: ${what}`, stream === undefined ? {} : { stream });
+}
+
+/** Throws INVALID_ARGUMENT unless `seq` (the option `name` of `op`) is a positive safe integer. */
+export function assertSeq(seq: unknown, stream: string, op: string, name = 'seq'): asserts seq is number {
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) {
-    const shown = typeof seq === 'number' ? String(seq) : `${JSON.stringify(seq) ?? String(seq)} (a ${typeof seq})`;
-    throw new StatefoldError(
-      'INVALID_ARGUMENT',
-      `stream ${JSON.stringify(stream)}: seq ${shown} is not a positive integer`,
-      { stream },
-    );
+    const shown = typeof seq === 'string' ? `${describeValue(seq)} (a string)` : describeValue(seq);
+    invalidArgument(op, `${name} ${shown} is not a positive integer`, stream);
   }
 }
 
@@ -37,16 +41,69 @@ export function assertStore(store: unknown, op: string): asserts store is Store 
   }
 }
 
-/** Returns `options` (an object, or {} for undefined), checking `concurrency` when present. */
-export function assertOptions<T extends { concurrency?: number }>(options: T | undefined, op: string): T {
+/** The options every call that takes them may hold, with the same meaning everywhere. */
+interface CommonOptions {
+  concurrency?: number;
+  signal?: AbortSignal;
+  storeTimeoutMs?: number;
+  maxPayloadBytes?: number;
+  onProgress?: unknown;
+}
+
+/**
+ * Returns `options` (an object, or {} for undefined), checking the options that mean the same in
+ * every call (`concurrency`, `signal`, `storeTimeoutMs`, `maxPayloadBytes`, `onProgress`) when
+ * present; the caller checks its own. Null, arrays and other non-objects are INVALID_ARGUMENT.
+ */
+export function assertOptions<T extends object>(options: T | undefined, op: string, stream?: string): T {
   if (options === undefined) return {} as T;
-  if (options === null || typeof options !== 'object')
-    throw new StatefoldError('INVALID_ARGUMENT', `${op}: options must be an object`);
-  const c = options.concurrency;
-  if (c !== undefined && (!Number.isSafeInteger(c) || c < 1)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `${op}: concurrency ${String(c)} is not a positive integer`);
-  }
+  assertOptionalObject(options, 'options', op, stream);
+  const o = options as CommonOptions;
+  assertOptionalPositiveInt(o.concurrency, 'concurrency', op, stream);
+  assertOptionalSignal(o.signal, op, stream);
+  if (o.storeTimeoutMs !== undefined) resolveStoreTimeout(o.storeTimeoutMs, op);
+  assertOptionalPositiveInt(o.maxPayloadBytes, 'maxPayloadBytes', op, stream);
+  assertOptionalFunction(o.onProgress, 'onProgress', op, stream);
   return options;
+}
+
+/** Throws INVALID_ARGUMENT unless `value` is undefined or an object (not null, not an array). */
+export function assertOptionalObject(value: unknown, name: string, op: string, stream?: string): void {
+  if (value === undefined) return;
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    invalidArgument(op, `${name} must be an object, not ${describeValue(value)}`, stream);
+}
+
+/** Throws INVALID_ARGUMENT unless `value` is undefined or a function. */
+export function assertOptionalFunction(value: unknown, name: string, op: string, stream?: string): void {
+  if (value !== undefined && typeof value !== 'function')
+    invalidArgument(op, `${name} must be a function, not ${describeValue(value)}`, stream);
+}
+
+/** Throws INVALID_ARGUMENT unless `value` is undefined or a boolean. */
+export function assertOptionalBoolean(value: unknown, name: string, op: string, stream?: string): void {
+  if (value !== undefined && typeof value !== 'boolean')
+    invalidArgument(op, `${name} must be true or false, not ${describeValue(value)}`, stream);
+}
+
+/** Throws INVALID_ARGUMENT unless `value` is undefined or a positive safe integer. */
+export function assertOptionalPositiveInt(value: unknown, name: string, op: string, stream?: string): void {
+  if (value !== undefined && !(typeof value === 'number' && Number.isSafeInteger(value) && value >= 1))
+    invalidArgument(op, `${name} ${describeValue(value)} is not a positive integer`, stream);
+}
+
+/** Throws INVALID_ARGUMENT unless `value` is undefined or an AbortSignal (anything with `aborted` and `addEventListener`). */
+export function assertOptionalSignal(value: unknown, op: string, stream?: string): void {
+  if (value === undefined) return;
+  const s = value as { aborted?: unknown; addEventListener?: unknown } | null;
+  let ok = false;
+  try {
+    ok =
+      s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function';
+  } catch {
+    // A Proxy whose get trap throws is no signal.
+  }
+  if (!ok) invalidArgument(op, `signal must be an AbortSignal, not ${describeValue(value)}`, stream);
 }
 
 /** Frame limits from an optional maxPayloadBytes. */
@@ -55,7 +112,7 @@ export function limitsOf(maxPayloadBytes: number | undefined): FrameLimits {
   if (!Number.isSafeInteger(maxPayloadBytes) || maxPayloadBytes < 1) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `maxPayloadBytes ${String(maxPayloadBytes)} is not a positive integer`,
+      `maxPayloadBytes ${describeValue(maxPayloadBytes)} is not a positive integer`,
     );
   }
   return { maxPayloadBytes };

@@ -13,7 +13,7 @@ import type { Store } from '../storage-adapters/store.js';
 import { captureValue, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
 import type { EffectRecord } from './effects/ledger.js';
 import { EffectRunner, type EffectOptions } from './effects/runner.js';
-import { StatefoldError, isStatefoldError } from './errors.js';
+import { StatefoldError, describeValue, isStatefoldError } from './errors.js';
 import { decodeValue, encodeValue } from './format/values.js';
 import {
   resolveEngineOptions,
@@ -299,10 +299,10 @@ export class SnapshotEngine<S = unknown> {
 
   #encodeMeta(options: CheckpointOptions | undefined): Uint8Array | undefined {
     if (options === undefined || options === null) return undefined;
-    if (typeof options !== 'object')
+    if (typeof options !== 'object' || Array.isArray(options))
       throw new StatefoldError(
         'INVALID_ARGUMENT',
-        `checkpoint stream ${JSON.stringify(this.stream)}: options must be an object`,
+        `checkpoint stream ${JSON.stringify(this.stream)}: options must be an object, not ${describeValue(options)}`,
         { stream: this.stream },
       );
     if (options.meta === undefined) return undefined;

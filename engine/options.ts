@@ -1,9 +1,9 @@
 /** The options of `SnapshotEngine.open` and `checkpoint`, and their checks (INVALID_ARGUMENT before any store is touched). */
 import type { Store } from '../storage-adapters/store.js';
-import { assertStore, readingOf } from './args.js';
+import { assertOptionalBoolean, assertOptions, assertStore, invalidArgument, readingOf } from './args.js';
 import type { UpdateMode } from './capture/index.js';
 import { resolveEffectRetention, type EffectRetention, type PendingPolicy } from './effects/ledger.js';
-import { StatefoldError } from './errors.js';
+import { StatefoldError, describeValue } from './errors.js';
 import type { FrameReading } from './format/frame.js';
 import type { Encryption } from './format/keyring.js';
 import { guardStore, resolveStoreTimeout } from './log/guard.js';
@@ -81,28 +81,30 @@ export interface ResolvedEngineOptions {
 
 /** Checks `options` and fills defaults; INVALID_ARGUMENT names the first bad option. */
 export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOptions {
-  if (options === null || typeof options !== 'object')
-    throw new StatefoldError('INVALID_ARGUMENT', 'SnapshotEngine.open: options must be an object');
+  if (options === undefined)
+    invalidArgument('SnapshotEngine.open', 'options must be an object: { store, stream, ... }');
+  assertOptions(options, 'SnapshotEngine.open');
   const { store } = options;
   assertStore(store, 'SnapshotEngine.open');
   const keys = new StreamKeys(options.stream);
   const policy = resolvePolicy(options.policy);
-  const updates = options.updates ?? 'copy';
+  assertOptionalBoolean(options.repair, 'repair', 'SnapshotEngine.open', keys.stream);
+  const updates = options.updates === undefined ? 'copy' : options.updates;
   if (updates !== 'copy' && updates !== 'immutable') {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `SnapshotEngine.open: updates ${JSON.stringify(updates)} must be 'copy' or 'immutable'`,
+      `SnapshotEngine.open: updates ${describeValue(updates)} must be 'copy' or 'immutable'`,
       { stream: keys.stream },
     );
   }
   const limits = readingOf(options, 'SnapshotEngine.open');
   if (options.retention !== undefined) resolveRetention(options.retention);
   const effectRetention = resolveEffectRetention(options.effectRetention);
-  const onPendingEffect = options.onPendingEffect ?? 'throw';
+  const onPendingEffect = options.onPendingEffect === undefined ? 'throw' : options.onPendingEffect;
   if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `SnapshotEngine.open: onPendingEffect must be 'retry', 'throw' or a function`,
+      `SnapshotEngine.open: onPendingEffect ${describeValue(onPendingEffect)} must be 'retry', 'throw' or a function`,
       { stream: keys.stream },
     );
   }

@@ -2,7 +2,7 @@
  * Policies: when a checkpoint is written as a full base instead of a delta, and when the
  * step-driven entry point `engine.step()` takes a checkpoint.
  */
-import { StatefoldError } from './errors.js';
+import { StatefoldError, describeValue } from './errors.js';
 
 /** When to write bases, and when `step()` checkpoints. Every field is optional. */
 export interface Policy {
@@ -50,8 +50,8 @@ export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
 /** Fills defaults and rejects malformed values with INVALID_ARGUMENT. */
 export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
   if (policy === undefined) return DEFAULT_POLICY;
-  if (policy === null || typeof policy !== 'object')
-    throw new StatefoldError('INVALID_ARGUMENT', 'policy: must be an object');
+  if (policy === null || typeof policy !== 'object' || Array.isArray(policy))
+    throw new StatefoldError('INVALID_ARGUMENT', `policy: must be an object, not ${describeValue(policy)}`);
   const out = { ...DEFAULT_POLICY };
   const positive = (name: keyof Policy, integer: boolean, allowInfinity: boolean): void => {
     const v = policy[name];
@@ -63,7 +63,7 @@ export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
     if (!ok) {
       throw new StatefoldError(
         'INVALID_ARGUMENT',
-        `policy.${name}: ${String(v)} is not a positive ${integer ? 'integer' : 'number'}${allowInfinity ? ' (or Infinity)' : ''}`,
+        `policy.${name}: ${describeValue(v)} is not a positive ${integer ? 'integer' : 'number'}${allowInfinity ? ' (or Infinity)' : ''}`,
       );
     }
     out[name] = v;

@@ -3,9 +3,9 @@
  * stays restorable (Litestream's "missing wal segment" is the bug this avoids).
  */
 import type { Store } from '../storage-adapters/store.js';
-import { StatefoldError } from './errors.js';
+import { StatefoldError, describeValue } from './errors.js';
 import { DEFAULT_LIMITS, type Frame, type FrameLimits } from './format/frame.js';
-import { assertStore } from './args.js';
+import { assertOptionalObject, assertOptions, assertStore, invalidArgument, limitsOf } from './args.js';
 import { committedView } from './log/committed.js';
 import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
@@ -56,25 +56,29 @@ export interface GcReport {
 
 /** Validates a retention setting (INVALID_ARGUMENT when malformed). */
 export function resolveRetention(r: Retention): Required<Retention> {
-  if (r === null || typeof r !== 'object') throw new StatefoldError('INVALID_ARGUMENT', 'retention: must be an object');
+  if (r === null || typeof r !== 'object' || Array.isArray(r))
+    throw new StatefoldError('INVALID_ARGUMENT', `retention: must be an object, not ${describeValue(r)}`);
   const { keepLast, keepForMs } = r;
   if (keepLast !== undefined && (!Number.isSafeInteger(keepLast) || keepLast < 1)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `retention.keepLast: ${String(keepLast)} is not a positive integer`);
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `retention.keepLast: ${describeValue(keepLast)} is not a positive integer`,
+    );
   }
   if (keepForMs !== undefined && (typeof keepForMs !== 'number' || !(keepForMs >= 0))) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `retention.keepForMs: ${String(keepForMs)} is not a non-negative number`,
+      `retention.keepForMs: ${describeValue(keepForMs)} is not a non-negative number`,
     );
   }
   if (keepLast === undefined && keepForMs === undefined) {
     throw new StatefoldError('INVALID_ARGUMENT', 'retention: give keepLast, keepForMs or both');
   }
-  const minAgeMs = r.minAgeMs ?? DEFAULT_MIN_AGE_MS;
+  const minAgeMs = r.minAgeMs === undefined ? DEFAULT_MIN_AGE_MS : r.minAgeMs;
   if (typeof minAgeMs !== 'number' || !(minAgeMs >= 0)) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `retention.minAgeMs: ${String(r.minAgeMs)} is not a non-negative number`,
+      `retention.minAgeMs: ${describeValue(r.minAgeMs)} is not a non-negative number`,
     );
   }
   return { keepLast: keepLast ?? 1, keepForMs: keepForMs ?? 0, minAgeMs };
@@ -95,10 +99,14 @@ export async function gc(
   options: GcOptions = {},
 ): Promise<GcReport> {
   assertStore(store, 'gc');
-  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'gc'));
   const keys = new StreamKeys(stream);
+  options = assertOptions(options, 'gc', keys.stream);
+  if (options.now !== undefined && !(typeof options.now === 'number' && Number.isFinite(options.now)))
+    invalidArgument('gc', `now ${describeValue(options.now)} is not a time in milliseconds`, keys.stream);
+  assertOptionalObject(options.limits, 'limits', 'gc', keys.stream);
+  const limits = options.limits === undefined ? DEFAULT_LIMITS : limitsOf(options.limits.maxPayloadBytes);
   const { keepLast, keepForMs, minAgeMs } = resolveRetention(retention);
-  const limits = options.limits ?? DEFAULT_LIMITS;
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'gc'));
   // Another gc (the engine's background retention, or another process) may delete what this one
   // listed before it reads it: list again, as restore does.
   return relistOnVanish(() => collect(store, keys, { keepLast, keepForMs, minAgeMs }, limits, options));

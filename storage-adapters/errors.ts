@@ -74,3 +74,38 @@ export function describeCause(err: unknown): string {
     return Object.prototype.toString.call(err);
   }
 }
+
+/**
+ * Short text of any value, for a message that says what was given: `-1`, `"5s"`, `1n (a bigint)`,
+ * `an object with a null prototype`. It never throws: not on a BigInt (JSON.stringify does), a
+ * symbol (a template literal does), an object without a usable toString, or a Proxy whose traps throw.
+ */
+export function describeValue(v: unknown): string {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}...` : v);
+    case 'number':
+      return Object.is(v, -0) ? '-0' : String(v);
+    case 'bigint':
+      return `${v}n (a bigint)`;
+    case 'symbol':
+      return `${String(v)} (a symbol)`;
+    case 'function':
+      return 'a function';
+    case 'boolean':
+    case 'undefined':
+      return String(v);
+  }
+  if (v === null) return 'null';
+  try {
+    if (Array.isArray(v)) return 'an array';
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto === null) return 'an object with a null prototype';
+    if (proto === Object.prototype) return 'an object';
+    const name: unknown = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof name === 'string' && name !== '' ? `an instance of ${name}` : 'an object';
+  } catch {
+    // A Proxy whose traps throw (or a revoked one).
+    return 'an object';
+  }
+}

@@ -4,7 +4,7 @@
  * runs), then `done` with its result or `failed` with its error. Bases carry the whole ledger;
  * deltas carry what changed since the seq before.
  */
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, describeValue } from '../errors.js';
 import type { LedgerEntry, StoredRecord } from '../format/header.js';
 
 export type { LedgerEntry } from '../format/header.js';
@@ -115,7 +115,7 @@ export function assertToken(token: unknown, stream: string): asserts token is st
   if (typeof token !== 'string' || token.length === 0 || token.length > 1024) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `effect on stream ${JSON.stringify(stream)}: token ${typeof token === 'string' ? JSON.stringify(token.slice(0, 40)) : typeof token} must be a non-empty string of at most 1,024 characters`,
+      `effect on stream ${JSON.stringify(stream)}: token ${describeValue(token)} must be a non-empty string of at most 1,024 characters`,
       { stream },
     );
   }
@@ -124,12 +124,14 @@ export function assertToken(token: unknown, stream: string): asserts token is st
 /** Resolves an EffectRetention with defaults; INVALID_ARGUMENT when malformed. */
 export function resolveEffectRetention(r: EffectRetention | undefined): Required<EffectRetention> {
   if (r === undefined) return DEFAULT_EFFECT_RETENTION;
+  if (r === null || typeof r !== 'object' || Array.isArray(r))
+    throw new StatefoldError('INVALID_ARGUMENT', `effectRetention: must be an object, not ${describeValue(r)}`);
   const out = { ...DEFAULT_EFFECT_RETENTION };
   if (r.keepForMs !== undefined) {
     if (typeof r.keepForMs !== 'number' || !(r.keepForMs >= 0))
       throw new StatefoldError(
         'INVALID_ARGUMENT',
-        `effectRetention.keepForMs: ${String(r.keepForMs)} is not a non-negative number`,
+        `effectRetention.keepForMs: ${describeValue(r.keepForMs)} is not a non-negative number`,
       );
     out.keepForMs = r.keepForMs;
   }
@@ -137,7 +139,7 @@ export function resolveEffectRetention(r: EffectRetention | undefined): Required
     if (!(Number.isSafeInteger(r.keepLast) && r.keepLast >= 0) && r.keepLast !== Infinity)
       throw new StatefoldError(
         'INVALID_ARGUMENT',
-        `effectRetention.keepLast: ${String(r.keepLast)} is not a non-negative integer`,
+        `effectRetention.keepLast: ${describeValue(r.keepLast)} is not a non-negative integer`,
       );
     out.keepLast = r.keepLast;
   }

@@ -5,7 +5,7 @@
  * takes its changes into each checkpoint it queues (`take`).
  */
 import { captureValue, thaw } from '../capture/index.js';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, describeCause, describeValue } from '../errors.js';
 import {
   assertToken,
   expired,
@@ -94,22 +94,16 @@ export class EffectRunner<S> {
   }
 
   /** Runs `fn(token)` at most once per token (see SnapshotEngine.effect); concurrent calls with one token share one run. */
-  run<T>(token: string, fn: (token: string) => T | Promise<T>, options: EffectOptions<S, T>): Promise<T> {
-    const stream = this.host.stream;
+  run<T>(token: string, fn: (token: string) => T | Promise<T>, options: EffectOptions<S, T> | undefined): Promise<T> {
+    let checked: EffectOptions<S, T>;
     try {
-      assertToken(token, stream);
-      if (typeof fn !== 'function')
-        throw new StatefoldError(
-          'INVALID_ARGUMENT',
-          `effect ${JSON.stringify(token)} on stream ${JSON.stringify(stream)}: fn must be a function`,
-          { stream },
-        );
+      checked = checkArguments(token, fn, options, this.host.stream);
     } catch (err) {
       return Promise.reject(err);
     }
     const running = this.#inFlight.get(token);
     if (running) return running as Promise<T>;
-    const run = this.#run(token, fn, options).finally(() => this.#inFlight.delete(token));
+    const run = this.#run(token, fn, checked).finally(() => this.#inFlight.delete(token));
     this.#inFlight.set(token, run);
     return run;
   }
@@ -205,7 +199,7 @@ export class EffectRunner<S> {
         settledAt,
         error: {
           name: typeof e?.name === 'string' ? e.name : 'Error',
-          message: typeof e?.message === 'string' ? e.message : String(outcome.error),
+          message: typeof e?.message === 'string' ? e.message : describeCause(outcome.error),
         },
       };
       if (typeof e?.code === 'string') record.error!.code = e.code;
@@ -236,4 +230,24 @@ export class EffectRunner<S> {
       if (!this.#changes.has(token)) this.#changes.set(token, null);
     }
   }
+}
+
+/** Checks the arguments of `effect` before anything runs; returns its options ({} when absent). */
+function checkArguments<S, T>(token: unknown, fn: unknown, options: unknown, stream: string): EffectOptions<S, T> {
+  assertToken(token, stream);
+  const bad = (what: string): never => {
+    throw new StatefoldError(
+      'INVALID_ARGUMENT',
+      `effect ${JSON.stringify(token)} on stream ${JSON.stringify(stream)}: ${what}`,
+      { stream },
+    );
+  };
+  if (typeof fn !== 'function') bad(`fn must be a function, not ${describeValue(fn)}`);
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options))
+    bad(`options must be an object, not ${describeValue(options)}`);
+  const onPending = (options as EffectOptions).onPending;
+  if (onPending !== undefined && onPending !== 'retry' && onPending !== 'throw' && typeof onPending !== 'function')
+    bad(`onPending ${describeValue(onPending)} must be 'retry', 'throw' or a function`);
+  return options as EffectOptions<S, T>;
 }

@@ -3,7 +3,7 @@
  * per key id and stream. A key is 32 bytes (AES-256); where it comes from is the caller's: a table
  * of keys, or a provider that fetches them (from a KMS, per stream for crypto-erasure).
  */
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, describeValue } from '../errors.js';
 
 /** Returns the 32-byte key `keyId` of `stream`, or undefined when there is none (destroyed, never made). */
 export type KeyProvider = (keyId: string, stream: string) => Uint8Array | undefined | Promise<Uint8Array | undefined>;
@@ -49,7 +49,8 @@ export class Keyring {
     const bad = (why: string): never => {
       throw new StatefoldError('INVALID_ARGUMENT', `${op}: encryption ${why}`);
     };
-    if (encryption === null || typeof encryption !== 'object') bad('must be an object: { keys, current }');
+    if (encryption === null || typeof encryption !== 'object' || Array.isArray(encryption))
+      bad(`must be an object: { keys, current }, not ${describeValue(encryption)}`);
     const { keys, current } = encryption;
     checkKeyId(current, (why) => bad(`.current ${why}`));
     if (typeof keys === 'function') return new Keyring(encryption);
@@ -119,7 +120,7 @@ export function isKeyId(id: unknown): id is string {
 }
 
 function checkKeyId(id: unknown, bad: (why: string) => never): void {
-  if (typeof id !== 'string' || id === '') bad(`${JSON.stringify(id) ?? String(id)} is not a non-empty string`);
+  if (typeof id !== 'string' || id === '') bad(`${describeValue(id)} is not a non-empty string`);
   if (Buffer.byteLength(id as string) > MAX_KEY_ID_BYTES)
     bad(`${JSON.stringify(id)} is longer than ${MAX_KEY_ID_BYTES} UTF-8 bytes`);
 }
@@ -133,6 +134,7 @@ function isKey(key: unknown): key is Uint8Array {
   return key instanceof Uint8Array && key.byteLength === KEY_BYTES;
 }
 
+/** What a key is, never its bytes or text (keys are secrets). */
 function describe(v: unknown): string {
   if (v instanceof Uint8Array) return `${v.byteLength} bytes`;
   return v === null ? 'null' : `a ${typeof v}`;

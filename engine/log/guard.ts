@@ -9,7 +9,7 @@
  */
 import type { ListOptions, Store, StoreOptions } from '../../storage-adapters/store.js';
 import { setLongTimeout } from '../../storage-adapters/kit/timers.js';
-import { StatefoldError, describeCause } from '../errors.js';
+import { StatefoldError, describeCause, describeValue } from '../errors.js';
 
 /** Default time a single store call may take before it fails TIMEOUT: 5 minutes (a guard against calls that never settle). */
 export const DEFAULT_STORE_TIMEOUT_MS = 300_000;
@@ -69,7 +69,7 @@ export function resolveStoreTimeout(value: unknown, op: string): number {
   if (typeof value !== 'number' || !(value > 0)) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `${op}: storeTimeoutMs ${String(value)} is not a positive number of milliseconds (or Infinity)`,
+      `${op}: storeTimeoutMs ${describeValue(value)} is not a positive number of milliseconds (or Infinity)`,
     );
   }
   return value;
@@ -108,11 +108,9 @@ async function guarded<T>(
       }
     });
     if (!valid(result))
-      throw new StatefoldError(
-        'STORAGE',
-        `${op} ${key}: the store answered ${describeValue(result)}, not ${expected}`,
-        { key },
-      );
+      throw new StatefoldError('STORAGE', `${op} ${key}: the store answered ${answered(result)}, not ${expected}`, {
+        key,
+      });
     return result;
   } catch (err) {
     if (signal?.aborted) throw aborted(op, key, signal.reason, err);
@@ -131,9 +129,7 @@ function aborted(op: string, key: string, reason: unknown, failure?: unknown): S
   );
 }
 
-function describeValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array that is not all strings';
-  if (typeof v === 'object') return `an object (${Object.prototype.toString.call(v)})`;
-  return `a ${typeof v}`;
+/** What a store answered, for the STORAGE error that rejects it. */
+function answered(v: unknown): string {
+  return Array.isArray(v) ? 'an array that is not all strings' : describeValue(v);
 }

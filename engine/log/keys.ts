@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, describeValue } from '../errors.js';
 
 /** Longest stream id accepted, in UTF-8 bytes. */
 export const MAX_STREAM_ID_BYTES = 512;
@@ -9,7 +9,7 @@ const MAX_READABLE_SEGMENT = 160;
 /** Throws INVALID_ARGUMENT unless `stream` is a non-empty string of at most 512 UTF-8 bytes. */
 export function assertStreamId(stream: unknown): asserts stream is string {
   if (typeof stream !== 'string' || stream.length === 0) {
-    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${describe(stream)}: must be a non-empty string`);
+    throw new StatefoldError('INVALID_ARGUMENT', `stream id ${describeValue(stream)}: must be a non-empty string`);
   }
   if (!stream.isWellFormed()) {
     throw new StatefoldError(
@@ -144,11 +144,6 @@ function seqUnder(prefix: string, key: string): number | undefined {
   if (!/^[0-9a-f]{16}$/.test(name)) return undefined;
   const seq = parseInt(name, 16);
   return Number.isSafeInteger(seq) && seq >= 1 ? seq : undefined;
-}
-
-function describe(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v);
-  return typeof v === 'object' ? (v === null ? 'null' : 'object') : typeof v;
 }
 
 /**

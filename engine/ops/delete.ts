@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
-import { assertStore } from '../args.js';
+import { assertOptions, assertStore } from '../args.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
 import { DEFAULT_LIMITS, decodeFrame, encodeFrame } from '../format/frame.js';
 import { committedView } from '../log/committed.js';
@@ -66,11 +66,11 @@ export async function deleteStream(
   options: DeleteStreamOptions = {},
 ): Promise<DeleteReport> {
   assertStore(store, 'deleteStream');
-  if (options === null || typeof options !== 'object')
-    throw new StatefoldError('INVALID_ARGUMENT', 'deleteStream: options must be an object');
+  const keys = new StreamKeys(stream);
+  // Every option checked before the first delete (a bad onProgress once threw after one).
+  options = assertOptions(options, 'deleteStream', keys.stream);
   const inner = store;
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'deleteStream'));
-  const keys = new StreamKeys(stream);
   const signal = options.signal;
   const opt = signal ? { signal } : undefined;
   // Nothing at or above the floor: never written, or deleted already (only a tombstone is left).

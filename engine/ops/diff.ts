@@ -4,7 +4,7 @@
  */
 import jsonpatch from 'fast-json-patch';
 import type { Store } from '../../storage-adapters/store.js';
-import { assertSeq, assertStore } from '../args.js';
+import { assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
 import { createCapturer, thaw } from '../capture/index.js';
 import { OP_ADD, OP_APPEND, OP_REMOVE, type Op } from '../format/ops.js';
 import { restore } from '../restore/index.js';
@@ -38,8 +38,10 @@ export async function diffCheckpoints(
 ): Promise<PatchOperation[]> {
   assertStore(store, 'diffCheckpoints');
   const id = new StreamKeys(stream).stream;
-  assertSeq(seqA, id);
-  assertSeq(seqB, id);
+  assertSeq(seqA, id, 'diffCheckpoints', 'seqA');
+  assertSeq(seqB, id, 'diffCheckpoints', 'seqB');
+  options = assertOptions(options, 'diffCheckpoints', id);
+  readingOf(options, 'diffCheckpoints');
   const [a, b] = await Promise.all([
     restore(store, stream, { ...options, seq: seqA }),
     restore(store, stream, { ...options, seq: seqB }),

@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
-import { assertSeq, assertStore } from '../args.js';
+import { assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
 import {
   expired,
   ledgerEntries,
@@ -61,11 +61,12 @@ export interface ForkInfo {
  */
 export async function forkStream(store: Store, from: string, to: string, options: ForkOptions = {}): Promise<ForkInfo> {
   assertStore(store, 'forkStream');
-  if (options === null || typeof options !== 'object')
-    throw new StatefoldError('INVALID_ARGUMENT', 'forkStream: options must be an object');
   const source = new StreamKeys(from);
   const target = new StreamKeys(to);
-  if (options.seq !== undefined) assertSeq(options.seq, source.stream);
+  // Every option checked before the first store call: a bad one must not leave half a fork.
+  options = assertOptions(options, 'forkStream', source.stream);
+  if (options.seq !== undefined) assertSeq(options.seq, source.stream, 'forkStream');
+  readingOf(options, 'forkStream');
   if (source.root === target.root)
     throw new StatefoldError(
       'INVALID_ARGUMENT',

@@ -5,8 +5,8 @@
  * from one of their objects (every frame header names its stream in full).
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { assertStore } from '../args.js';
-import { StatefoldError } from '../errors.js';
+import { assertOptions, assertStore, invalidArgument } from '../args.js';
+import { describeValue } from '../errors.js';
 import { frameStream } from '../format/frame.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { decodeStreamSegment, encodeStreamId, hex16 } from '../log/keys.js';
@@ -32,11 +32,10 @@ const PAGE = 1000;
  */
 export async function listStreams(store: Store, options: ListStreamsOptions = {}): Promise<string[]> {
   assertStore(store, 'listStreams');
-  if (options === null || typeof options !== 'object')
-    throw new StatefoldError('INVALID_ARGUMENT', 'listStreams: options must be an object');
+  options = assertOptions(options, 'listStreams');
   const { prefix = '', signal } = options;
   if (typeof prefix !== 'string')
-    throw new StatefoldError('INVALID_ARGUMENT', `listStreams: prefix must be a string, not a ${typeof prefix}`);
+    invalidArgument('listStreams', `prefix must be a string, not ${describeValue(prefix)}`);
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listStreams'));
   const ids: string[] = [];
   // Readable ids: their encoding keeps prefixes (one escape per byte), so the listing can start at the prefix.

@@ -92,10 +92,10 @@ interface Position {
  */
 export async function verifyStream(store: Store, stream: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   assertStore(store, 'verifyStream');
-  options = assertOptions(options, 'verifyStream');
+  const keys = new StreamKeys(stream);
+  options = assertOptions(options, 'verifyStream', keys.stream);
   const reading = readingOf(options, 'verifyStream');
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'verifyStream'));
-  const keys = new StreamKeys(stream);
   const log = await listLog(store, keys, options.signal);
   const report: VerifyReport = { stream: keys.stream, checked: 0, intact: [], damaged: [], newestIntact: 0 };
   let view: CommittedView;

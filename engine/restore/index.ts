@@ -5,7 +5,7 @@
  * (skip-damaged.ts). Listing checkpoints is in list.ts.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
+import { assertOptionalBoolean, assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
 import { committedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { newestView } from '../log/hint.js';
@@ -34,11 +34,12 @@ export async function restore<S = unknown>(
   options: RestoreOptions = {},
 ): Promise<Restored<S>> {
   assertStore(store, 'restore');
-  options = assertOptions(options, 'restore');
-  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restore'));
   const keys = new StreamKeys(stream);
-  if (options.seq !== undefined) assertSeq(options.seq, stream);
+  options = assertOptions(options, 'restore', keys.stream);
+  if (options.seq !== undefined) assertSeq(options.seq, keys.stream, 'restore');
+  assertOptionalBoolean(options.skipDamaged, 'skipDamaged', 'restore', keys.stream);
   const limits = readingOf(options, 'restore');
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restore'));
   return relistOnVanish(async () => {
     if (!options.skipDamaged) {
       // The newest checkpoint needs only its chain: list from the hinted base (log/hint.ts).

@@ -5,7 +5,14 @@
  * damaged, with its error, instead of failing the whole listing.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { assertOptions, assertSeq, assertStore, readingOf } from '../args.js';
+import {
+  assertOptionalBoolean,
+  assertOptionalPositiveInt,
+  assertOptions,
+  assertSeq,
+  assertStore,
+  readingOf,
+} from '../args.js';
 import { EMPTY_LEDGER } from '../effects/ledger.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
 import { decodeMeta, type Frame, type FrameReading } from '../format/frame.js';
@@ -29,18 +36,14 @@ export async function listCheckpoints(
   options: ListCheckpointsOptions = {},
 ): Promise<ListedCheckpoint[]> {
   assertStore(store, 'listCheckpoints');
-  options = assertOptions(options, 'listCheckpoints');
-  if (options.after !== undefined) assertSeq(options.after, stream);
-  if (options.before !== undefined) assertSeq(options.before, stream);
-  const limit = options.limit;
-  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `listCheckpoints: limit ${String(limit)} is not a positive integer`, {
-      stream,
-    });
-  }
-  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listCheckpoints'));
   const keys = new StreamKeys(stream);
+  options = assertOptions(options, 'listCheckpoints', keys.stream);
+  if (options.after !== undefined) assertSeq(options.after, keys.stream, 'listCheckpoints', 'after');
+  if (options.before !== undefined) assertSeq(options.before, keys.stream, 'listCheckpoints', 'before');
+  assertOptionalPositiveInt(options.limit, 'limit', 'listCheckpoints', keys.stream);
+  assertOptionalBoolean(options.reverse, 'reverse', 'listCheckpoints', keys.stream);
   const limits = readingOf(options, 'listCheckpoints');
+  store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listCheckpoints'));
   return relistOnVanish(() => listFrom(store, keys, limits, options));
 }
 

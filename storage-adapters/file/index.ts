@@ -1,8 +1,8 @@
 import { promises as fs, constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
-import { StatefoldError } from '../errors.js';
-import { abortedError, assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
+import { StatefoldError, describeValue } from '../errors.js';
+import { abortedError, assertKey, assertPrefix, isValidKey, storageError, throwIfAborted } from '../kit/index.js';
 import { removeTemps, tempOf } from './temps.js';
 import { createLayout, isShard, readLayout, shardOf, type Layout } from './layout.js';
 import { listKeys } from './list.js';
@@ -62,7 +62,7 @@ export class FileStore implements Store {
     if (!Number.isSafeInteger(threads) || threads < 0) {
       throw new StatefoldError(
         'INVALID_ARGUMENT',
-        `new FileStore: options.ioThreads must be a whole number of threads, 0 or more (got ${String(threads)})`,
+        `new FileStore: options.ioThreads must be a whole number of threads, 0 or more (got ${describeValue(threads)})`,
       );
     }
     this.#ioThreads = threads;

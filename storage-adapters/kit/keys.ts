@@ -1,4 +1,4 @@
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, describeValue } from '../errors.js';
 
 const KEY_SEGMENT = /^[A-Za-z0-9._~-]+$/;
 
@@ -22,7 +22,7 @@ export function assertKey(op: string, key: string): void {
   if (!isValidKey(key)) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `${op} ${JSON.stringify(key)}: not a valid store key ('/'-separated segments of [A-Za-z0-9._~-], at most 1,024 bytes)`,
+      `${op} ${typeof key === 'string' ? JSON.stringify(key) : describeValue(key)}: not a valid store key ('/'-separated segments of [A-Za-z0-9._~-], at most 1,024 bytes)`,
       { key },
     );
   }
@@ -31,14 +31,15 @@ export function assertKey(op: string, key: string): void {
 /** Rejects a malformed list prefix, and a `limit` that is not a positive integer. */
 export function assertPrefix(prefix: string, limit?: number): void {
   if (!isValidPrefix(prefix)) {
-    throw new StatefoldError('INVALID_ARGUMENT', `list ${JSON.stringify(prefix)}: not a valid key prefix`, {
+    const shown = typeof prefix === 'string' ? JSON.stringify(prefix) : describeValue(prefix);
+    throw new StatefoldError('INVALID_ARGUMENT', `list ${shown}: not a valid key prefix`, {
       key: prefix,
     });
   }
   if (limit !== undefined && !(Number.isSafeInteger(limit) && limit > 0)) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `list ${JSON.stringify(prefix)}: limit ${String(limit)} is not a positive integer`,
+      `list ${JSON.stringify(prefix)}: limit ${describeValue(limit)} is not a positive integer`,
       {
         key: prefix,
       },

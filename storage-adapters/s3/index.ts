@@ -1,5 +1,5 @@
 import type { ListOptions, Store, StoreOptions } from '../store.js';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, describeValue } from '../errors.js';
 import {
   assertKey,
   assertPrefix,
@@ -106,6 +106,7 @@ export class S3Store implements Store {
       throw invalid('options.bucket must be a non-empty bucket name');
     }
     let prefix = options.prefix ?? '';
+    if (typeof prefix !== 'string') throw invalid(`options.prefix ${describeValue(prefix)} is not a string`);
     if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
     if (!isValidPrefix(prefix))
       throw invalid(`options.prefix ${JSON.stringify(options.prefix)} is not a valid key prefix`);

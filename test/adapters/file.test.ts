@@ -151,8 +151,8 @@ describe('file store: native behaviour', () => {
   }
 
   it('rejects a ioThreads that is not a whole number of 0 or more with INVALID_ARGUMENT', () => {
-    for (const ioThreads of [-1, 1.5, Number.NaN, '4' as unknown as number])
-      expect(() => new FileStore({ dir: 'x', ioThreads }), String(ioThreads)).toThrowError(
+    for (const [i, ioThreads] of ([-1, 1.5, Number.NaN, '4', 4n, Object.create(null)] as number[]).entries())
+      expect(() => new FileStore({ dir: 'x', ioThreads }), `value ${i}`).toThrowError(
         expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('ioThreads') }),
       );
   });

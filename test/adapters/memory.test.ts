@@ -72,3 +72,18 @@ describe('memory store: bodies', () => {
     expect(Array.from((await store.get('f/k'))!)).toEqual([1, 2, 3]);
   });
 });
+
+describe('memory store: malformed arguments', () => {
+  it('rejects a key or limit that cannot even be turned into text with INVALID_ARGUMENT, not a TypeError', async () => {
+    const store = new MemoryStore();
+    await expect(store.get(1n as never)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^get 1n \(a bigint\): not a valid store key/),
+    });
+    await expect(store.delete(Object.create(null) as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(store.list('a/', { limit: Object.create(null) as never })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: 'list "a/": limit an object with a null prototype is not a positive integer',
+    });
+  });
+});

@@ -317,6 +317,18 @@ describe('s3 store: options', () => {
     );
   });
 
+  it('rejects option values that are not even strings or numbers with INVALID_ARGUMENT, not a TypeError', () => {
+    expect(() => new S3Store({ bucket: 'b', prefix: 1n as never })).toThrowError(
+      expect.objectContaining({
+        code: 'INVALID_ARGUMENT',
+        message: 'new S3Store: options.prefix 1n (a bigint) is not a string',
+      }),
+    );
+    expect(() => new S3Store({ bucket: 'b', requestTimeoutMs: Object.create(null) as never })).toThrowError(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+  });
+
   it('stores every key under the prefix, adding the slash', async () => {
     const { server, store } = await setup({}, { prefix: 'team/agents' });
     expect(store.prefix).toBe('team/agents/');
