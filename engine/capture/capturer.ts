@@ -8,7 +8,7 @@
 import type { Op } from '../format/ops.js';
 import type { LeafResolver } from '../format/values.js';
 import { StatefoldError, describeCause } from '../errors.js';
-import { invalidState } from '../value.js';
+import { MAX_DEPTH, invalidState, pathJoin } from '../value.js';
 import { Walk } from './walk.js';
 
 /** How the caller updates its state between checkpoints. */
@@ -110,10 +110,52 @@ export abstract class Capturer {
  */
 export function unreadable(err: unknown, walk: Walk): StatefoldError {
   if (err instanceof StatefoldError) return err;
-  const path = walk.path();
+  const path = throwingRead(walk) ?? walk.path();
   return new StatefoldError(
     'INVALID_STATE',
     `${path}: reading it threw (${describeCause(err)}); only plain data (no getters or Proxies that throw) can be checkpointed`,
     { path, cause: err },
   );
+}
+
+/**
+ * Where a read threw that the walk made without naming it (comparing array elements, reading a
+ * key to see whether it was removed): the path of the first property under the container the walk
+ * was in whose read throws when read again, or undefined when none does.
+ */
+function throwingRead(walk: Walk): string | undefined {
+  const depth = walk.stack.length - 1;
+  if (depth < 0) return undefined;
+  // The container at stack[d] was entered at keys[0..d).
+  let path = walk.root;
+  for (const key of walk.keys.slice(0, depth)) path = pathJoin(path, key);
+  const seen = new Set<object>();
+  const search = (node: unknown, at: string, level: number): string | undefined => {
+    if (typeof node !== 'object' || node === null || seen.has(node) || level > MAX_DEPTH) return undefined;
+    seen.add(node);
+    let keys: string[];
+    let array: boolean;
+    try {
+      const proto: unknown = Object.getPrototypeOf(node);
+      array = proto === Array.prototype;
+      // Only plain objects and arrays are walked; anything else is rejected before it is read.
+      if (!array && proto !== Object.prototype && proto !== null) return undefined;
+      keys = Object.keys(node);
+    } catch {
+      return at;
+    }
+    for (const key of keys) {
+      const child = pathJoin(at, array && /^\d+$/.test(key) ? Number(key) : key);
+      let value: unknown;
+      try {
+        value = (node as Record<string, unknown>)[key];
+      } catch {
+        return child;
+      }
+      const found = search(value, child, level + 1);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  };
+  return search(walk.stack[depth], path, depth);
 }

@@ -88,10 +88,10 @@ export function cloneInto(v: unknown, walk: Walk): unknown {
     const obj = v as Record<string, unknown>;
     const copy: Record<string, unknown> = {};
     for (const key of Object.keys(obj)) {
-      const item = obj[key];
-      if (item === undefined) continue;
+      // The key first: a getter that throws is reported at its own path.
       walk.keys.push(key);
-      setOwn(copy, key, cloneInto(item, walk));
+      const item = obj[key];
+      if (item !== undefined) setOwn(copy, key, cloneInto(item, walk));
       walk.keys.pop();
     }
     out = Object.freeze(copy);
@@ -161,9 +161,12 @@ function diffCopyObject(prev: Record<string, unknown>, next: Record<string, unkn
   }
   let changed: [string, unknown][] | undefined;
   for (const key of Object.keys(next)) {
-    const item = next[key];
-    if (item === undefined) continue;
     walk.keys.push(key);
+    const item = next[key];
+    if (item === undefined) {
+      walk.keys.pop();
+      continue;
+    }
     if (Object.prototype.hasOwnProperty.call(prev, key)) {
       const before = prev[key];
       const after = diffCopy(before, item, walk);

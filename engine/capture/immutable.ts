@@ -119,18 +119,19 @@ export class ImmutableCapturer extends Capturer {
     if (kind === Kind.Array) {
       const arr = v as unknown[];
       for (let i = 0; i < arr.length; i++) {
-        if (arr[i] === undefined) invalidState(pathJoin(walk.path(), i), 'undefined in an array (use null)');
         walk.keys.push(i);
-        if (this.#adopt(arr[i], walk, id, leafCopies)) leafy = true;
+        const item = arr[i];
+        if (item === undefined) invalidState(walk.path(), 'undefined in an array (use null)');
+        if (this.#adopt(item, walk, id, leafCopies)) leafy = true;
         walk.keys.pop();
       }
     } else {
       const obj = v as Record<string, unknown>;
       for (const key of Object.keys(obj)) {
-        const item = obj[key];
-        if (item === undefined) continue;
+        // The key first: a getter that throws is reported at its own path.
         walk.keys.push(key);
-        if (this.#adopt(item, walk, id, leafCopies)) leafy = true;
+        const item = obj[key];
+        if (item !== undefined && this.#adopt(item, walk, id, leafCopies)) leafy = true;
         walk.keys.pop();
       }
     }
@@ -225,9 +226,12 @@ export class ImmutableCapturer extends Capturer {
       if (next[key] === undefined || !Object.prototype.hasOwnProperty.call(next, key)) walk.emit(OP_REMOVE, key);
     }
     for (const key of Object.keys(next)) {
-      const item = next[key];
-      if (item === undefined) continue;
       walk.keys.push(key);
+      const item = next[key];
+      if (item === undefined) {
+        walk.keys.pop();
+        continue;
+      }
       if (Object.prototype.hasOwnProperty.call(prev, key)) {
         this.#diffImmutable(prev[key], item, walk, id, leafCopies);
         walk.keys.pop();

@@ -123,6 +123,39 @@ describe('engine: step checks the state it does not checkpoint', () => {
   });
 });
 
+describe('capture: a getter that throws is named by its own path', () => {
+  const boom = (): object =>
+    Object.defineProperty({ ok: 1 }, 'boom', {
+      enumerable: true,
+      get: () => {
+        throw new Error('boom');
+      },
+    });
+  for (const updates of ['copy', 'immutable'] as const) {
+    it(`reports $.tools.boom, in a first checkpoint, a later one and an array element (${updates})`, async () => {
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open<unknown>({ store, stream: `getter-${updates}`, updates });
+      const first = await engine.checkpoint({ tools: boom() }).catch((e: unknown) => e);
+      expect(first).toMatchObject({ code: 'INVALID_STATE', path: '$.tools.boom' });
+      expect((first as Error).message).toBe(
+        `checkpoint stream "getter-${updates}": $.tools.boom: reading it threw (boom); only plain data (no getters or Proxies that throw) can be checkpointed`,
+      );
+      await engine.checkpoint({ tools: { ok: 1, boom: 2 }, list: [{ ok: 1, boom: 2 }] });
+      const later = await engine.checkpoint({ tools: boom(), list: [{ ok: 1, boom: 2 }] }).catch((e: unknown) => e);
+      expect(later).toMatchObject({ code: 'INVALID_STATE', path: '$.tools.boom' });
+      const element = await engine.checkpoint({ tools: { ok: 1, boom: 2 }, list: [boom()] }).catch((e: unknown) => e);
+      expect(element).toMatchObject({ code: 'INVALID_STATE', path: '$.list[0].boom' });
+      const meta = await engine.checkpoint({ n: 1 }, { meta: { tools: boom() } }).catch((e: unknown) => e);
+      expect(meta).toMatchObject({ code: 'INVALID_STATE', path: 'meta.tools.boom' });
+      await engine.close();
+      expect((await restore(store, `getter-${updates}`)).state).toEqual({
+        tools: { ok: 1, boom: 2 },
+        list: [{ ok: 1, boom: 2 }],
+      });
+    });
+  }
+});
+
 describe('retention: gc racing another gc', () => {
   it('lists again when the other gc deletes what this one listed, instead of rejecting NOT_FOUND', async () => {
     const inner = new MemoryStore();
