@@ -8,24 +8,29 @@ import { listStreams } from '../ops/streams.js';
 import { verifyStream } from '../ops/verify.js';
 import { listCheckpoints, restore } from '../restore/index.js';
 import { gc } from '../retention.js';
+import { StatefoldError } from '../errors.js';
 import type { Encryption } from '../format/keyring.js';
+import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from '../log/guard.js';
+import { StreamKeys } from '../log/keys.js';
 import type { Store } from '../../storage-adapters/store.js';
 import { toJson } from './json.js';
 import { UsageError } from './store.js';
 
-/** What every command gets: its positional arguments, its flags, the store, and how to print. */
+/** What every command gets: its positional arguments, its flags, the store (and how the user named it), and how to print. */
 export interface Context {
   args: string[];
   flags: Record<string, string | boolean | string[] | undefined>;
   store: Store;
+  storeName: string;
   json: boolean;
   encryption: Encryption | undefined;
   out(text: string): void;
 }
 
-/** A command: usage line, help text, and what it does; resolves the exit code. */
+/** A command: usage line, its positional arguments (all required, no more taken), help text, and what it does; resolves the exit code. */
 export interface Command {
   usage: string;
+  params: string[];
   help: string;
   run(c: Context): Promise<number>;
 }
@@ -39,19 +44,40 @@ function arg(c: Context, i: number, name: string): string {
   return v;
 }
 
-function seqFlag(c: Context, name: string): number | undefined {
-  const v = c.flags[name];
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (typeof v !== 'string' || !Number.isSafeInteger(n) || n < 1)
-    throw new UsageError(`--${name} ${String(v)}: not a positive integer`);
+/** `text` as a whole number of at least `min`: digits only, a leading - read to say it is too small (+5, 1e3, 0x10, 2.5 are refused). */
+function wholeNumber(what: string, text: string, min: 0 | 1): number {
+  if (!/^-?[0-9]+$/.test(text)) throw new UsageError(`${what} ${text}: not a whole number`);
+  const n = Number(text) + 0; // + 0: -0 is 0
+  if (n < min) throw new UsageError(`${what} ${text}: must be ${min} or more`);
+  if (!Number.isSafeInteger(n)) throw new UsageError(`${what} ${text}: too large`);
   return n;
 }
 
+/** The whole number given to `--name` (at least `min`: 1 for a seq or a count), or undefined. */
+function numberFlag(c: Context, name: string, min: 0 | 1 = 1): number | undefined {
+  const v = c.flags[name];
+  return v === undefined ? undefined : wholeNumber(`--${name}`, String(v), min);
+}
+
 function seqArg(c: Context, i: number, name: string): number {
-  const n = Number(arg(c, i, name));
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`<${name}> ${c.args[i]}: not a positive integer`);
-  return n;
+  return wholeNumber(`<${name}>`, arg(c, i, name), 1);
+}
+
+/** True when the store holds any object of `stream` (as `ls` would list it). */
+async function streamExists(c: Context, stream: string): Promise<boolean> {
+  const keys = new StreamKeys(stream); // INVALID_ARGUMENT for an id no stream can have
+  return (await guardStore(c.store, DEFAULT_STORE_TIMEOUT_MS).list(keys.root, { limit: 1 })).length > 0;
+}
+
+/** The NOT_FOUND of a stream the store holds nothing of: a typo must not pass as a stream with no checkpoints. */
+const noStream = (c: Context, stream: string): StatefoldError =>
+  new StatefoldError('NOT_FOUND', `no stream ${JSON.stringify(stream)} in ${c.storeName}`, { stream });
+
+/** The stream argument of a command that reads or trims its history; NOT_FOUND when the store holds nothing of it. */
+async function existingStream(c: Context): Promise<string> {
+  const stream = arg(c, 1, 'stream');
+  if (!(await streamExists(c, stream))) throw noStream(c, stream);
+  return stream;
 }
 
 const enc = (c: Context): { encryption?: Encryption } => (c.encryption ? { encryption: c.encryption } : {});
@@ -83,6 +109,7 @@ function progressBar(label: string, unit = ''): { update(done: number, total: nu
 export const COMMANDS: Record<string, Command> = {
   ls: {
     usage: 'ls <store> [--prefix P]',
+    params: ['store'],
     help: 'Lists the streams in the store (ids as given, hashed ids too), optionally those starting with P.',
     async run(c) {
       const prefix = typeof c.flags.prefix === 'string' ? c.flags.prefix : undefined;
@@ -97,11 +124,13 @@ export const COMMANDS: Record<string, Command> = {
   },
   log: {
     usage: 'log <store> <stream> [--limit N] [--before SEQ] [--all]',
+    params: ['store', 'stream'],
     help: 'Lists checkpoints, newest first: 20 unless --limit N or --all; --before SEQ pages back. Damaged ones are listed as such (exit 1).',
     async run(c) {
-      const stream = arg(c, 1, 'stream');
-      const before = seqFlag(c, 'before');
-      const limit = c.flags.all === true ? undefined : (seqFlag(c, 'limit') ?? 20);
+      const before = numberFlag(c, 'before');
+      const given = numberFlag(c, 'limit');
+      const limit = c.flags.all === true ? undefined : (given ?? 20);
+      const stream = await existingStream(c);
       const list = await listCheckpoints(c.store, stream, {
         reverse: true,
         ...(limit !== undefined && { limit }),
@@ -125,9 +154,10 @@ export const COMMANDS: Record<string, Command> = {
   },
   show: {
     usage: 'show <store> <stream> [--seq N] [--path /json/pointer]',
+    params: ['store', 'stream'],
     help: 'Prints the state of the newest checkpoint (or of --seq N), or the value at --path in it, as JSON (lossless, see README).',
     async run(c) {
-      const seq = seqFlag(c, 'seq');
+      const seq = numberFlag(c, 'seq');
       const r = await restore(c.store, arg(c, 1, 'stream'), { ...(seq !== undefined && { seq }), ...enc(c) });
       const path = typeof c.flags.path === 'string' ? c.flags.path : '';
       const value = at(r.state, path);
@@ -145,6 +175,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   diff: {
     usage: 'diff <store> <stream> <seqA> <seqB>',
+    params: ['store', 'stream', 'seqA', 'seqB'],
     help: 'Prints the RFC 6902 operations that turn checkpoint seqA into seqB.',
     async run(c) {
       const ops = await diffCheckpoints(
@@ -162,10 +193,12 @@ export const COMMANDS: Record<string, Command> = {
   },
   verify: {
     usage: 'verify <store> <stream>',
+    params: ['store', 'stream'],
     help: 'Reads, verifies and folds every retained checkpoint. Exit 1 when any does not restore.',
     async run(c) {
+      const stream = await existingStream(c);
       const bar = progressBar('verify');
-      const report = await verifyStream(c.store, arg(c, 1, 'stream'), {
+      const report = await verifyStream(c.store, stream, {
         ...enc(c),
         onProgress: (p) => bar.update(p.checked, p.total),
       }).finally(() => bar.stop());
@@ -184,11 +217,12 @@ export const COMMANDS: Record<string, Command> = {
   },
   restore: {
     usage: 'restore <store> <stream> [--seq N] --out FILE',
+    params: ['store', 'stream'],
     help: 'Writes the state of the newest checkpoint (or --seq N) to FILE as JSON (lossless, see README); - for stdout.',
     async run(c) {
       const out = c.flags.out;
       if (typeof out !== 'string') throw new UsageError('restore needs --out FILE (- for stdout)');
-      const seq = seqFlag(c, 'seq');
+      const seq = numberFlag(c, 'seq');
       const r = await restore(c.store, arg(c, 1, 'stream'), { ...(seq !== undefined && { seq }), ...enc(c) });
       const text = `${JSON.stringify(toJson(r.state), null, 2)}\n`;
       if (out === '-') process.stdout.write(text);
@@ -199,17 +233,19 @@ export const COMMANDS: Record<string, Command> = {
   },
   gc: {
     usage: 'gc <store> <stream> --keep-last N [--keep-for-ms MS] [--min-age-ms MS]',
+    params: ['store', 'stream'],
     help: 'Deletes the checkpoints the retention does not keep (and never one a kept checkpoint needs).',
     async run(c) {
-      const keepLast = seqFlag(c, 'keep-last');
-      const keepForMs = c.flags['keep-for-ms'] === undefined ? undefined : Number(c.flags['keep-for-ms']);
-      const minAgeMs = c.flags['min-age-ms'] === undefined ? undefined : Number(c.flags['min-age-ms']);
+      const keepLast = numberFlag(c, 'keep-last');
+      const keepForMs = numberFlag(c, 'keep-for-ms', 0);
+      const minAgeMs = numberFlag(c, 'min-age-ms', 0);
       if (keepLast === undefined && keepForMs === undefined)
         throw new UsageError('gc needs --keep-last N or --keep-for-ms MS');
+      const stream = await existingStream(c);
       const bar = progressBar('gc');
       const report = await gc(
         c.store,
-        arg(c, 1, 'stream'),
+        stream,
         {
           ...(keepLast !== undefined && { keepLast }),
           ...(keepForMs !== undefined && { keepForMs }),
@@ -227,11 +263,17 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   rm: {
-    usage: 'rm <store> <stream> --yes',
-    help: 'Deletes every object of the stream (fencing it first). Needs --yes.',
+    usage: 'rm <store> <stream> --yes [--if-exists]',
+    params: ['store', 'stream'],
+    help: 'Deletes every object of the stream (fencing it first). Needs --yes. A stream the store holds nothing of is NOT_FOUND (exit 3), or with --if-exists nothing to do (exit 0).',
     async run(c) {
       const stream = arg(c, 1, 'stream');
       if (c.flags.yes !== true) throw new UsageError(`rm deletes all of ${JSON.stringify(stream)}: add --yes`);
+      if (!(await streamExists(c, stream))) {
+        if (c.flags['if-exists'] !== true) throw noStream(c, stream);
+        print(c, () => `no stream ${JSON.stringify(stream)}: nothing deleted`, { deletedKeys: 0 });
+        return 0;
+      }
       const bar = progressBar('rm');
       const report = await deleteStream(c.store, stream, { onProgress: (p) => bar.update(p.deleted, p.total) }).finally(
         () => bar.stop(),
@@ -242,9 +284,10 @@ export const COMMANDS: Record<string, Command> = {
   },
   fork: {
     usage: 'fork <store> <from> <to> [--seq N]',
+    params: ['store', 'from', 'to'],
     help: 'Creates stream <to> from checkpoint N (default: newest) of <from>, carrying its effect ledger.',
     async run(c) {
-      const seq = seqFlag(c, 'seq');
+      const seq = numberFlag(c, 'seq');
       const info = await forkStream(c.store, arg(c, 1, 'from'), arg(c, 2, 'to'), {
         ...(seq !== undefined && { seq }),
         ...enc(c),

@@ -2,16 +2,17 @@
 /**
  * The `statefold` command: operating streams from a shell (list, inspect, diff, verify, restore,
  * trim, delete, fork), on a directory or an S3 bucket. Exit codes: 0 ok, 1 damage found, 2 usage,
- * 3 any other failure (a missing stream or key, the store failing).
+ * 3 any other failure (a missing store, stream or key, the store failing).
  */
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isStatefoldError } from '../errors.js';
-import { COMMANDS, keysFrom } from './commands.js';
+import { COMMANDS, keysFrom, type Context } from './commands.js';
 import { openStore, UsageError } from './store.js';
 
 const GLOBAL = `
-Stores: a directory or file:// URL (FileStore), or s3://bucket/prefix (S3Store; endpoint and region
-from --endpoint/--region or AWS_ENDPOINT_URL and AWS_REGION, credentials from the usual AWS variables).
+Stores: a directory or file:// URL (FileStore; it must exist), or s3://bucket/prefix (S3Store;
+endpoint and region from --endpoint/--region or AWS_ENDPOINT_URL and AWS_REGION, credentials from
+the usual AWS variables).
 Options for every command:
   --json               machine-readable output on stdout (lossless JSON, see README)
   --key ID=FILE        a key of an encrypted stream (32 bytes, or 64 hex characters); repeatable
@@ -19,65 +20,94 @@ Options for every command:
   --endpoint URL       S3-compatible endpoint (MinIO, Ceph RGW, R2)
   --region REGION      S3 region
   -h, --help           help (statefold <command> --help for one command)
-Exit codes: 0 ok, 1 damage found, 2 usage, 3 other failure.`;
+Exit codes: 0 ok, 1 damage found, 2 usage, 3 other failure (a missing store or stream too).`;
 
 function usage(): string {
   const lines = Object.values(COMMANDS).map((c) => `  statefold ${c.usage}\n      ${c.help}`);
   return `Usage:\n${lines.join('\n')}\n${GLOBAL}`;
 }
 
-async function main(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-        key: { type: 'string', multiple: true },
-        current: { type: 'string' },
-        endpoint: { type: 'string' },
-        region: { type: 'string' },
-        prefix: { type: 'string' },
-        seq: { type: 'string' },
-        path: { type: 'string' },
-        limit: { type: 'string' },
-        before: { type: 'string' },
-        all: { type: 'boolean' },
-        out: { type: 'string' },
-        'keep-last': { type: 'string' },
-        'keep-for-ms': { type: 'string' },
-        'min-age-ms': { type: 'string' },
-        yes: { type: 'boolean' },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`statefold: ${(err as Error).message}\n\n${usage()}\n`);
-    return 2;
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  key: { type: 'string', multiple: true },
+  current: { type: 'string' },
+  endpoint: { type: 'string' },
+  region: { type: 'string' },
+  prefix: { type: 'string' },
+  seq: { type: 'string' },
+  path: { type: 'string' },
+  limit: { type: 'string' },
+  before: { type: 'string' },
+  all: { type: 'boolean' },
+  out: { type: 'string' },
+  'keep-last': { type: 'string' },
+  'keep-for-ms': { type: 'string' },
+  'min-age-ms': { type: 'string' },
+  yes: { type: 'boolean' },
+  'if-exists': { type: 'boolean' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** Options whose value is a number: there `-3` is a (negative, so refused) number, not an option. */
+const NUMERIC = new Set(['seq', 'limit', 'before', 'keep-last', 'keep-for-ms', 'min-age-ms']);
+
+/**
+ * Why the options of `tokens` cannot be run as given, or undefined: an unknown option, a value
+ * missing or where none is taken. parseArgs' strict mode says the same in paragraphs of its own,
+ * and calls `--limit -3` ambiguous; here that is the value -3, which the command refuses.
+ */
+function optionProblem(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>): string | undefined {
+  for (const t of tokens) {
+    if (t.kind !== 'option') continue;
+    if (!Object.hasOwn(OPTIONS, t.name)) return `unknown option ${t.rawName}`;
+    const type = OPTIONS[t.name as keyof typeof OPTIONS].type;
+    if (type === 'boolean' && t.value !== undefined) return `${t.rawName} takes no value`;
+    if (type === 'string') {
+      const v = t.value;
+      if (v === undefined) return `${t.rawName} needs a value`;
+      if (!t.inlineValue && v.startsWith('-') && !(NUMERIC.has(t.name) && /^-[0-9]/.test(v)))
+        return `${t.rawName} needs a value (got ${v}; write ${t.rawName}=${v} to mean it)`;
+    }
   }
+  return undefined;
+}
+
+async function main(argv: string[]): Promise<number> {
+  // Not strict: optionProblem checks the options, with the command's name known when they are wrong.
+  const parsed = parseArgs({ args: argv, allowPositionals: true, strict: false, tokens: true, options: OPTIONS });
+  const flags = parsed.values as Context['flags'];
   const [name, ...args] = parsed.positionals;
   const command = name === undefined ? undefined : COMMANDS[name];
-  if (parsed.values.help === true || name === undefined || name === 'help') {
+  const problem = optionProblem(parsed.tokens);
+  if (problem !== undefined) {
+    const who = command === undefined ? 'statefold' : `statefold ${name}`;
+    process.stderr.write(`${who}: ${problem}; see ${who} --help\n`);
+    return 2;
+  }
+  if (flags.help === true || name === undefined || name === 'help') {
     const wanted = name === 'help' ? COMMANDS[args[0] ?? ''] : command;
     process.stdout.write(`${wanted ? `Usage: statefold ${wanted.usage}\n\n${wanted.help}\n${GLOBAL}` : usage()}\n`);
-    return name === undefined && parsed.values.help !== true ? 2 : 0;
+    return name === undefined && flags.help !== true ? 2 : 0;
   }
   if (command === undefined) {
     process.stderr.write(`statefold: unknown command ${JSON.stringify(name)}\n\n${usage()}\n`);
     return 2;
   }
+  const spec = args[0] ?? '';
   let opened: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
-    if (args[0] === undefined) throw new UsageError('missing <store>');
-    opened = await openStore(args[0], { endpoint: parsed.values.endpoint, region: parsed.values.region });
-    const encryption = await keysFrom(parsed.values);
+    const missing = command.params.find((_, i) => args[i] === undefined);
+    if (missing !== undefined) throw new UsageError(`missing <${missing}>`);
+    if (args.length > command.params.length)
+      throw new UsageError(`unexpected argument ${JSON.stringify(args[command.params.length])}`);
+    opened = await openStore(spec, { endpoint: str(flags.endpoint), region: str(flags.region) });
+    const encryption = await keysFrom(flags);
     return await command.run({
       args,
-      flags: parsed.values,
+      flags,
       store: opened.store,
-      json: parsed.values.json === true,
+      storeName: spec,
+      json: flags.json === true,
       encryption,
       out: (text) => process.stdout.write(text === '' ? '' : `${text}\n`),
     });
@@ -93,5 +123,8 @@ async function main(argv: string[]): Promise<number> {
     opened?.close();
   }
 }
+
+/** A flag's value when it is a string (parseArgs' values are typed loosely when not strict). */
+const str = (v: Context['flags'][string]): string | undefined => (typeof v === 'string' ? v : undefined);
 
 process.exitCode = await main(process.argv.slice(2));

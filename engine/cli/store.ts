@@ -1,5 +1,7 @@
 /** The store a CLI command works on: a directory (a path or a `file://` URL), or `s3://bucket/prefix`. */
+import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { StatefoldError, describeCause } from '../errors.js';
 import { FileStore } from '../../storage-adapters/file/index.js';
 import type { Store } from '../../storage-adapters/store.js';
 
@@ -12,7 +14,7 @@ export interface S3Flags {
 /** Thrown for a command line that cannot be run as given: exit code 2. */
 export class UsageError extends Error {}
 
-/** Opens the store `spec` names. */
+/** Opens the store `spec` names. A directory must exist (NOT_FOUND otherwise; it is never created). */
 export async function openStore(spec: string, flags: S3Flags): Promise<{ store: Store; close(): void }> {
   if (spec.startsWith('s3://')) {
     const rest = spec.slice('s3://'.length);
@@ -37,5 +39,12 @@ export async function openStore(spec: string, flags: S3Flags): Promise<{ store: 
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec) && !spec.startsWith('file://'))
     throw new UsageError(`store ${spec}: a directory, a file:// URL or s3://bucket/prefix`);
   const dir = spec.startsWith('file://') ? fileURLToPath(spec) : spec;
+  // The file store makes its directory on the first write; a typo must not read as an empty store.
+  const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
+      throw new StatefoldError('NOT_FOUND', `store ${spec}: no such directory`, { cause: err });
+    throw new StatefoldError('STORAGE', `store ${spec}: ${describeCause(err)}`, { cause: err });
+  });
+  if (!info.isDirectory()) throw new StatefoldError('NOT_FOUND', `store ${spec}: not a directory`);
   return { store: new FileStore({ dir }), close: () => undefined };
 }

@@ -137,6 +137,111 @@ describe('statefold CLI on the file store', () => {
     expect(missing.stderr).toMatch(/NOT_FOUND/);
   });
 
+  it('exit 3 NOT_FOUND for a stream with no objects: log, verify, gc and rm (rm --if-exists: exit 0)', async () => {
+    const dir = await tempDir();
+    await demo(dir);
+    for (const args of [
+      ['log', dir, 'no-such-stream'],
+      ['verify', dir, 'no-such-stream'],
+      ['verify', dir, 'agent-4'], // a prefix of agent-42 is not agent-42
+      ['gc', dir, 'no-such-stream', '--keep-last', '2'],
+      ['rm', dir, 'no-such-stream', '--yes'],
+    ]) {
+      const r = await cli(args);
+      expect(r, args.join(' ')).toMatchObject({ code: 3, stdout: '' });
+      expect(r.stderr, args.join(' ')).toMatch(/^statefold \w+: NOT_FOUND: no stream "(no-such-stream|agent-4)" in /);
+    }
+    const idempotent = await cli(['rm', dir, 'no-such-stream', '--yes', '--if-exists', '--json']);
+    expect(idempotent).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(idempotent.stdout)).toMatchObject({ deletedKeys: 0 });
+    expect((await cli(['ls', dir])).stdout, 'nothing written for the missing stream').toBe('agent-42\ntenant/other\n');
+  });
+
+  it('a store directory that does not exist is NOT_FOUND (exit 3) for every command, and is not created', async () => {
+    const parent = await tempDir();
+    const gone = path.join(parent, 'no-such-dir');
+    const file = path.join(parent, 'a-file');
+    await writeFile(file, 'not a store');
+    const out = path.join(parent, 'out.json');
+    for (const store of [gone, `file://${gone}`, file]) {
+      for (const args of [
+        ['ls', store],
+        ['log', store, 'agent-42'],
+        ['show', store, 'agent-42'],
+        ['diff', store, 'agent-42', '1', '2'],
+        ['verify', store, 'agent-42'],
+        ['restore', store, 'agent-42', '--out', out],
+        ['gc', store, 'agent-42', '--keep-last', '1'],
+        ['rm', store, 'agent-42', '--yes', '--if-exists'],
+        ['fork', store, 'agent-42', 'copy'],
+      ]) {
+        const r = await cli(args);
+        expect(r, args.join(' ')).toMatchObject({ code: 3, stdout: '' });
+        expect(r.stderr, args.join(' ')).toMatch(/: NOT_FOUND: store .*: (no such directory|not a directory)\n$/);
+      }
+    }
+    await expect(readFile(out)).rejects.toThrow(/ENOENT/);
+    await expect(readFile(path.join(gone, 'x'))).rejects.toThrow(/ENOENT/); // not created
+    expect(await cli(['ls', await tempDir()]), 'an empty store is no error').toEqual({
+      code: 0,
+      stdout: '',
+      stderr: '',
+    });
+  });
+
+  it('usage: an extra argument, an unknown option, a missing value: exit 2 in one line naming it', async () => {
+    const dir = await tempDir();
+    await demo(dir);
+    const extra = await cli(['verify', dir, 'agent-42', 'agent-43']);
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toMatch(/^statefold verify: unexpected argument "agent-43"\n/);
+    expect((await cli(['ls', dir, 'tenant/'])).code, 'ls takes no stream').toBe(2);
+    expect((await cli(['diff', dir, 'agent-42', '4', '5', '6'])).code).toBe(2);
+    expect(await cli(['ls', dir, '--nope'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'statefold ls: unknown option --nope; see statefold ls --help\n',
+    });
+    expect(await cli(['--nope'])).toMatchObject({
+      code: 2,
+      stderr: 'statefold: unknown option --nope; see statefold --help\n',
+    });
+    expect(await cli(['log', dir, 'agent-42', '--limit'])).toMatchObject({
+      code: 2,
+      stderr: 'statefold log: --limit needs a value; see statefold log --help\n',
+    });
+    expect(await cli(['log', dir, 'agent-42', '--json=yes'])).toMatchObject({
+      code: 2,
+      stderr: 'statefold log: --json takes no value; see statefold log --help\n',
+    });
+    const dashed = await cli(['restore', dir, 'agent-42', '--out', '--json']);
+    expect(dashed.code).toBe(2);
+    expect(dashed.stderr).toMatch(
+      /^statefold restore: --out needs a value \(got --json; write --out=--json to mean it\)/,
+    );
+  });
+
+  it('usage: numbers are whole numbers in range; --limit -3 and --limit=-3 say so (exit 2)', async () => {
+    const dir = await tempDir();
+    await demo(dir);
+    for (const [args, message] of [
+      [['log', dir, 'agent-42', '--limit', '-3'], '--limit -3: must be 1 or more'],
+      [['log', dir, 'agent-42', '--limit=-3'], '--limit -3: must be 1 or more'],
+      [['log', dir, 'agent-42', '--limit', '0'], '--limit 0: must be 1 or more'],
+      [['log', dir, 'agent-42', '--limit', '1e3'], '--limit 1e3: not a whole number'],
+      [['log', dir, 'agent-42', '--before', '0x10'], '--before 0x10: not a whole number'],
+      [['show', dir, 'agent-42', '--seq', '+5'], '--seq +5: not a whole number'],
+      [['gc', dir, 'agent-42', '--keep-last', '2', '--keep-for-ms', '1.5'], '--keep-for-ms 1.5: not a whole number'],
+      [['gc', dir, 'agent-42', '--keep-last', '2', '--min-age-ms', '-1'], '--min-age-ms -1: must be 0 or more'],
+      [['diff', dir, 'agent-42', '4', '5e0'], '<seqB> 5e0: not a whole number'],
+    ] as const) {
+      const r = await cli([...args]);
+      expect(r, args.join(' ')).toMatchObject({ code: 2, stdout: '' });
+      expect(r.stderr.split('\n')[0], args.join(' ')).toBe(`statefold ${args[0]}: ${message}`);
+    }
+    expect((await cli(['log', dir, 'agent-42', '--limit=2'])).code).toBe(0);
+  });
+
   it('lossless JSON round-trips what JSON cannot hold', () => {
     const odd: Record<string, unknown> = {
       buf: Buffer.from([1, 2, 255]),

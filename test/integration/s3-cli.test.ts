@@ -52,4 +52,18 @@ function defineSuite(env: S3TestEnv): void {
     expect((await run('ls', url)).stdout).toBe('agent-a\n');
     store.destroy();
   });
+
+  it('verify, log, gc and rm of a stream the prefix does not hold: exit 3 NOT_FOUND', async () => {
+    const url = `s3://${env.bucket}/${RUN}`;
+    for (const args of [
+      ['verify', url, 'no-such-stream'],
+      ['log', url, 'no-such-stream'],
+      ['gc', url, 'no-such-stream', '--keep-last', '1'],
+      ['rm', url, 'no-such-stream', '--yes'],
+    ]) {
+      const r = await run(...args);
+      expect(r, args.join(' ')).toMatchObject({ code: 3, stdout: '' });
+      expect(r.stderr, args.join(' ')).toMatch(/NOT_FOUND: no stream "no-such-stream" in s3:/);
+    }
+  });
 }
