@@ -27,10 +27,12 @@ export interface Context {
   out(text: string): void;
 }
 
-/** A command: usage line, its positional arguments (all required, no more taken), help text, and what it does; resolves the exit code. */
+/** A command: usage line, its positional arguments (all required, no more taken), options, help text, and what it does; resolves the exit code. */
 export interface Command {
   usage: string;
   params: string[];
+  /** Its own options (long names); the options for every command come on top. */
+  options: string[];
   help: string;
   run(c: Context): Promise<number>;
 }
@@ -110,6 +112,7 @@ export const COMMANDS: Record<string, Command> = {
   ls: {
     usage: 'ls <store> [--prefix P]',
     params: ['store'],
+    options: ['prefix'],
     help: 'Lists the streams in the store (ids as given, hashed ids too), optionally those starting with P.',
     async run(c) {
       const prefix = typeof c.flags.prefix === 'string' ? c.flags.prefix : undefined;
@@ -125,6 +128,7 @@ export const COMMANDS: Record<string, Command> = {
   log: {
     usage: 'log <store> <stream> [--limit N] [--before SEQ] [--all]',
     params: ['store', 'stream'],
+    options: ['limit', 'before', 'all'],
     help: 'Lists checkpoints, newest first: 20 unless --limit N or --all; --before SEQ pages back. Damaged ones are listed as such (exit 1).',
     async run(c) {
       const before = numberFlag(c, 'before');
@@ -155,6 +159,7 @@ export const COMMANDS: Record<string, Command> = {
   show: {
     usage: 'show <store> <stream> [--seq N] [--path /json/pointer]',
     params: ['store', 'stream'],
+    options: ['seq', 'path'],
     help: 'Prints the state of the newest checkpoint (or of --seq N), or the value at --path in it, as JSON (lossless, see README).',
     async run(c) {
       const seq = numberFlag(c, 'seq');
@@ -176,6 +181,7 @@ export const COMMANDS: Record<string, Command> = {
   diff: {
     usage: 'diff <store> <stream> <seqA> <seqB>',
     params: ['store', 'stream', 'seqA', 'seqB'],
+    options: [],
     help: 'Prints the RFC 6902 operations that turn checkpoint seqA into seqB.',
     async run(c) {
       const ops = await diffCheckpoints(
@@ -194,6 +200,7 @@ export const COMMANDS: Record<string, Command> = {
   verify: {
     usage: 'verify <store> <stream>',
     params: ['store', 'stream'],
+    options: [],
     help: 'Reads, verifies and folds every retained checkpoint. Exit 1 when any does not restore.',
     async run(c) {
       const stream = await existingStream(c);
@@ -218,6 +225,7 @@ export const COMMANDS: Record<string, Command> = {
   restore: {
     usage: 'restore <store> <stream> [--seq N] --out FILE',
     params: ['store', 'stream'],
+    options: ['seq', 'out'],
     help: 'Writes the state of the newest checkpoint (or --seq N) to FILE as JSON (lossless, see README); - for stdout.',
     async run(c) {
       const out = c.flags.out;
@@ -234,6 +242,7 @@ export const COMMANDS: Record<string, Command> = {
   gc: {
     usage: 'gc <store> <stream> --keep-last N [--keep-for-ms MS] [--min-age-ms MS]',
     params: ['store', 'stream'],
+    options: ['keep-last', 'keep-for-ms', 'min-age-ms'],
     help: 'Deletes the checkpoints the retention does not keep (and never one a kept checkpoint needs).',
     async run(c) {
       const keepLast = numberFlag(c, 'keep-last');
@@ -265,6 +274,7 @@ export const COMMANDS: Record<string, Command> = {
   rm: {
     usage: 'rm <store> <stream> --yes [--if-exists]',
     params: ['store', 'stream'],
+    options: ['yes', 'if-exists'],
     help: 'Deletes every object of the stream (fencing it first). Needs --yes. A stream the store holds nothing of is NOT_FOUND (exit 3), or with --if-exists nothing to do (exit 0).',
     async run(c) {
       const stream = arg(c, 1, 'stream');
@@ -285,6 +295,7 @@ export const COMMANDS: Record<string, Command> = {
   fork: {
     usage: 'fork <store> <from> <to> [--seq N]',
     params: ['store', 'from', 'to'],
+    options: ['seq'],
     help: 'Creates stream <to> from checkpoint N (default: newest) of <from>, carrying its effect ledger.',
     async run(c) {
       const seq = numberFlag(c, 'seq');

@@ -6,7 +6,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isStatefoldError } from '../errors.js';
-import { COMMANDS, keysFrom, type Context } from './commands.js';
+import { COMMANDS, keysFrom, type Command, type Context } from './commands.js';
 import { openStore, UsageError } from './store.js';
 
 const GLOBAL = `
@@ -48,18 +48,28 @@ const OPTIONS = {
   'if-exists': { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
+/** The options every command takes (see GLOBAL); each command names its own. */
+const FOR_EVERY_COMMAND = new Set(['json', 'help', 'key', 'current', 'endpoint', 'region']);
+
 /** Options whose value is a number: there `-3` is a (negative, so refused) number, not an option. */
 const NUMERIC = new Set(['seq', 'limit', 'before', 'keep-last', 'keep-for-ms', 'min-age-ms']);
 
 /**
- * Why the options of `tokens` cannot be run as given, or undefined: an unknown option, a value
- * missing or where none is taken. parseArgs' strict mode says the same in paragraphs of its own,
- * and calls `--limit -3` ambiguous; here that is the value -3, which the command refuses.
+ * Why the options of `tokens` cannot be run as given, or undefined: an unknown option, one that is
+ * not `command`'s (it would be ignored: `verify --seq 5` must not verify every seq and pass), a
+ * value missing or where none is taken. parseArgs' strict mode says some of this in paragraphs of
+ * its own, and calls `--limit -3` ambiguous; here that is the value -3, which the command refuses.
  */
-function optionProblem(tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>): string | undefined {
+function optionProblem(
+  tokens: NonNullable<ReturnType<typeof parseArgs>['tokens']>,
+  name: string | undefined,
+  command: Command | undefined,
+): string | undefined {
   for (const t of tokens) {
     if (t.kind !== 'option') continue;
     if (!Object.hasOwn(OPTIONS, t.name)) return `unknown option ${t.rawName}`;
+    if (command !== undefined && !FOR_EVERY_COMMAND.has(t.name) && !command.options.includes(t.name))
+      return `${t.rawName} is not an option of ${name}`;
     const type = OPTIONS[t.name as keyof typeof OPTIONS].type;
     if (type === 'boolean' && t.value !== undefined) return `${t.rawName} takes no value`;
     if (type === 'string') {
@@ -78,7 +88,7 @@ async function main(argv: string[]): Promise<number> {
   const flags = parsed.values as Context['flags'];
   const [name, ...args] = parsed.positionals;
   const command = name === undefined ? undefined : COMMANDS[name];
-  const problem = optionProblem(parsed.tokens);
+  const problem = optionProblem(parsed.tokens, name, command);
   if (problem !== undefined) {
     const who = command === undefined ? 'statefold' : `statefold ${name}`;
     process.stderr.write(`${who}: ${problem}; see ${who} --help\n`);

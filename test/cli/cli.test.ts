@@ -202,6 +202,11 @@ describe('statefold CLI on the file store', () => {
       stdout: '',
       stderr: 'statefold ls: unknown option --nope; see statefold ls --help\n',
     });
+    expect(await cli(['verify', dir, 'agent-42', '--seq', '5']), 'an option of another command').toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'statefold verify: --seq is not an option of verify; see statefold verify --help\n',
+    });
     expect(await cli(['--nope'])).toMatchObject({
       code: 2,
       stderr: 'statefold: unknown option --nope; see statefold --help\n',
