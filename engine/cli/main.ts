@@ -7,12 +7,13 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isStatefoldError } from '../errors.js';
 import { COMMANDS, keysFrom, type Command, type Context } from './commands.js';
-import { openStore, UsageError } from './store.js';
+import { openStore, storeFailure, UsageError } from './store.js';
 
 const GLOBAL = `
 Stores: a directory or file:// URL (FileStore; it must exist), or s3://bucket/prefix (S3Store;
-endpoint and region from --endpoint/--region or AWS_ENDPOINT_URL and AWS_REGION, credentials from
-the usual AWS variables).
+endpoint from --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL; region from --region, AWS_REGION
+or the AWS profile, us-east-1 with an endpoint; credentials from AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), or AWS_PROFILE).
 Options for every command:
   --json               machine-readable output on stdout (lossless JSON, see README)
   --key ID=FILE        a key of an encrypted stream (32 bytes, or 64 hex characters); repeatable
@@ -121,10 +122,17 @@ async function main(argv: string[]): Promise<number> {
       encryption,
       out: (text) => process.stdout.write(text === '' ? '' : `${text}\n`),
     });
-  } catch (err) {
+  } catch (caught) {
+    let err = caught;
     if (err instanceof UsageError || isStatefoldError(err, 'INVALID_ARGUMENT')) {
       process.stderr.write(`statefold ${name}: ${(err as Error).message}\nUsage: statefold ${command.usage}\n`);
       return 2;
+    }
+    // The store failing is told in the terms of the command line, not of the keys statefold made of it.
+    if (isStatefoldError(err, 'STORAGE') || isStatefoldError(err, 'TIMEOUT')) {
+      const stream = command.params[1] === 'stream' ? args[1] : undefined;
+      const where = stream === undefined ? `store ${spec}` : `stream ${JSON.stringify(stream)} in ${spec}`;
+      err = storeFailure(err, spec, where);
     }
     const code = isStatefoldError(err) ? err.code : 'ERROR';
     process.stderr.write(`statefold ${name}: ${code}: ${(err as Error)?.message ?? String(err)}\n`);

@@ -14,26 +14,43 @@ export interface S3Flags {
 /** Thrown for a command line that cannot be run as given: exit code 2. */
 export class UsageError extends Error {}
 
-/** Opens the store `spec` names. A directory must exist (NOT_FOUND otherwise; it is never created). */
+/** The first of `values` that is set and not empty (an exported but empty variable counts as unset). */
+const firstSet = (...values: (string | undefined)[]): string | undefined =>
+  values.find((v) => v !== undefined && v !== '');
+
+/**
+ * Opens the store `spec` names. A directory must exist (NOT_FOUND otherwise; it is never created);
+ * on S3, with an endpoint and no region the region is us-east-1, and with neither it is a usage error.
+ */
 export async function openStore(spec: string, flags: S3Flags): Promise<{ store: Store; close(): void }> {
   if (spec.startsWith('s3://')) {
-    const rest = spec.slice('s3://'.length);
-    const slash = rest.indexOf('/');
-    const bucket = slash < 0 ? rest : rest.slice(0, slash);
-    const prefix = slash < 0 ? '' : rest.slice(slash + 1);
-    if (bucket === '') throw new UsageError(`store ${spec}: no bucket (s3://bucket/prefix)`);
+    const { bucket, prefix } = s3Location(spec);
     // The SDK prints a notice about Node versions on every start; one per command would bury the
     // output (the library itself leaves it on). Set the variable yourself to choose otherwise.
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const { S3Store } = await import('../../storage-adapters/s3/index.js');
-    const endpoint = flags.endpoint ?? process.env.AWS_ENDPOINT_URL_S3 ?? process.env.AWS_ENDPOINT_URL;
-    const region = flags.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    const env = process.env;
+    const endpoint = firstSet(flags.endpoint, env.AWS_ENDPOINT_URL_S3, env.AWS_ENDPOINT_URL);
+    const region = firstSet(flags.region, env.AWS_REGION, env.AWS_DEFAULT_REGION);
     const store = new S3Store({
       bucket,
       ...(prefix !== '' && { prefix }),
+      // S3Store's own default with an endpoint: us-east-1, the region MinIO and Ceph RGW expect.
       ...(endpoint !== undefined && { endpoint, forcePathStyle: true }),
       ...(region !== undefined && { region }),
     });
+    if (endpoint === undefined && region === undefined) {
+      // AWS itself: the region may still come from the profile (~/.aws/config); the SDK's own
+      // "Region is missing" would only come with the first request, wrapped in a key.
+      try {
+        await store.client.config.region();
+      } catch {
+        store.destroy();
+        throw new UsageError(
+          `store ${spec}: no region: give --region or set AWS_REGION (with --endpoint or AWS_ENDPOINT_URL it defaults to us-east-1)`,
+        );
+      }
+    }
     return { store, close: () => store.destroy() };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec) && !spec.startsWith('file://'))
@@ -47,4 +64,48 @@ export async function openStore(spec: string, flags: S3Flags): Promise<{ store: 
   });
   if (!info.isDirectory()) throw new StatefoldError('NOT_FOUND', `store ${spec}: not a directory`);
   return { store: new FileStore({ dir }), close: () => undefined };
+}
+
+/** The bucket and prefix of `s3://bucket/prefix`. */
+function s3Location(spec: string): { bucket: string; prefix: string } {
+  const rest = spec.slice('s3://'.length);
+  const slash = rest.indexOf('/');
+  const bucket = slash < 0 ? rest : rest.slice(0, slash);
+  if (bucket === '') throw new UsageError(`store ${spec}: no bucket (s3://bucket/prefix)`);
+  return { bucket, prefix: slash < 0 ? '' : rest.slice(slash + 1) };
+}
+
+/** Names of errors in `err`'s chain of causes, with their messages (the SDK's error is at the bottom). */
+function causes(err: unknown): { name: string; message: string }[] {
+  const out: { name: string; message: string }[] = [];
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++)
+    out.push({ name: e.name, message: e.message });
+  return out;
+}
+
+/**
+ * A store failure (STORAGE or TIMEOUT) told in the user's terms: `where` (the store or stream they
+ * named) instead of the key statefold made of it, and what to do when the cause is known (no
+ * credentials, no such bucket); the original error is the cause. Other errors come back as they are.
+ */
+export function storeFailure(err: StatefoldError, spec: string, where: string): StatefoldError {
+  const chain = causes(err);
+  if (spec.startsWith('s3://') && chain.some((c) => c.name === 'NoSuchBucket')) {
+    const { bucket } = s3Location(spec);
+    return new StatefoldError('NOT_FOUND', `store ${spec}: no bucket ${JSON.stringify(bucket)}`, { cause: err });
+  }
+  const credentials = chain.find((c) => c.name === 'CredentialsProviderError');
+  if (credentials !== undefined) {
+    return new StatefoldError(
+      err.code,
+      `${where}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE); the AWS SDK said: ${credentials.message}`,
+      { cause: err },
+    );
+  }
+  // A store call's error starts `op key: `; what follows is the store's own account.
+  const op = /^[A-Za-z]+ /.exec(err.message)?.[0];
+  if (err.key === undefined || op === undefined || !err.message.startsWith(`${err.key}: `, op.length)) return err;
+  return new StatefoldError(err.code, `${where}: ${err.message.slice(op.length + err.key.length + 2)}`, {
+    cause: err,
+  });
 }
