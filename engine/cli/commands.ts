@@ -4,7 +4,7 @@ import cliProgress from 'cli-progress';
 import { diffCheckpoints } from '../ops/diff.js';
 import { deleteStream } from '../ops/delete.js';
 import { forkStream } from '../ops/fork.js';
-import { listStreams } from '../ops/streams.js';
+import { listStreams, live } from '../ops/streams.js';
 import { verifyStream } from '../ops/verify.js';
 import { listCheckpoints, restore } from '../restore/index.js';
 import { gc } from '../retention.js';
@@ -65,10 +65,10 @@ function seqArg(c: Context, i: number, name: string): number {
   return wholeNumber(`<${name}>`, arg(c, i, name), 1);
 }
 
-/** True when the store holds any object of `stream` (as `ls` would list it). */
+/** True when the store holds `stream` as `ls` would list it (a deleted stream's tombstone does not count). */
 async function streamExists(c: Context, stream: string): Promise<boolean> {
   const keys = new StreamKeys(stream); // INVALID_ARGUMENT for an id no stream can have
-  return (await guardStore(c.store, DEFAULT_STORE_TIMEOUT_MS).list(keys.root, { limit: 1 })).length > 0;
+  return live(guardStore(c.store, DEFAULT_STORE_TIMEOUT_MS), keys.root.slice(0, -1));
 }
 
 /** The NOT_FOUND of a stream the store holds nothing of: a typo must not pass as a stream with no checkpoints. */
@@ -275,7 +275,7 @@ export const COMMANDS: Record<string, Command> = {
     usage: 'rm <store> <stream> --yes [--if-exists]',
     params: ['store', 'stream'],
     options: ['yes', 'if-exists'],
-    help: 'Deletes every object of the stream (fencing it first). Needs --yes. A stream the store holds nothing of is NOT_FOUND (exit 3), or with --if-exists nothing to do (exit 0).',
+    help: 'Deletes the stream (fencing it first; a tombstone of three small objects without state stays). Needs --yes. A stream the store holds nothing of is NOT_FOUND (exit 3), or with --if-exists nothing to do (exit 0).',
     async run(c) {
       const stream = arg(c, 1, 'stream');
       if (c.flags.yes !== true) throw new UsageError(`rm deletes all of ${JSON.stringify(stream)}: add --yes`);

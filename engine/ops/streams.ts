@@ -90,10 +90,11 @@ async function segments(
 }
 
 /**
- * Whether a stream with a retention floor holds a log key at or above it: a stream that deleteStream
- * removed keeps only its tombstone (a floor and a fence below it), and is not listed.
+ * Whether the stream under key segment `segment` holds a log key at or above its newest retention
+ * floor: a stream that deleteStream removed keeps only its tombstone (a floor and fences below
+ * it), and is not listed. (Hashed ids have no StreamKeys here: the segment is all there is.)
  */
-async function live(store: Store, segment: string, signal: AbortSignal | undefined): Promise<boolean> {
+export async function live(store: Store, segment: string, signal?: AbortSignal): Promise<boolean> {
   const opt = signal ? { signal } : {};
   let floor = 1;
   for (const key of await store.list(`${segment}/gc/`, opt)) {

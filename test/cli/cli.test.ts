@@ -108,6 +108,9 @@ describe('statefold CLI on the file store', () => {
       0,
     );
     expect((await cli(['ls', dir])).stdout).toBe('agent-42\nagent-42/retry\n');
+    // A removed stream is gone for every command, though its tombstone stays in the store.
+    expect((await cli(['log', dir, 'tenant/other'])).code).toBe(3);
+    expect((await cli(['rm', dir, 'tenant/other', '--yes'])).code).toBe(3);
   });
 
   it('reads an encrypted stream with --key; without it, exit 3 naming the key', async () => {
