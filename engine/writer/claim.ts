@@ -9,9 +9,9 @@
  * a claim lists the floors once its fence stands, and lists the stream again when one is above it.
  *
  * Against a writer that commits as fast as it can, racing it for its very next key can lose
- * forever. So after one lost race the claim lists where the writer is now and fences the slot
- * after it, then 4, 8, ... 64 slots past the newest slot a listing shows, so that however far the
- * writer got while this claim listed and read, the fence lands ahead of it within a few tries. The old writer goes on committing below the fence, at most up to
+ * forever. So after one lost race the claim lists where the writer is now and fences 4 slots past
+ * the newest slot it shows, then 8, ... 64, so that however far the writer got while this claim
+ * listed and read, the fence lands ahead of it within a few tries. The old writer goes on committing below the fence, at most up to
  * it, and is fenced there. Then the claim makes the slots below its fence contiguous (fill.ts). A
  * claim that crashes before filling leaves the next claim to fill; until then the committed view
  * stops below the unfilled slots (log/committed.ts).
@@ -47,7 +47,7 @@ export interface Claim {
   piled: number;
 }
 const MAX_CLAIM_ATTEMPTS = 64;
-/** Slots past the newest listed one that the jump after the next slot fences, then doubled per lost try up to MAX_JUMP. */
+/** Slots past the newest listed one that the first jump fences, then doubled per lost try up to MAX_JUMP. */
 const FIRST_JUMP = 4;
 const MAX_JUMP = 64;
 
@@ -151,10 +151,9 @@ async function tryClaim(
   // the higher epoch.
   const busy = (lost: LostTo | undefined): boolean =>
     (lost === 'checkpoint' || lost === 'nothing') && tail !== undefined && tail.kind !== 'fence';
-  for (let jump = 1, lostAt = nextSeq; busy(lostTo) && jump <= MAX_JUMP; jump = Math.max(FIRST_JUMP, 2 * jump)) {
-    // Fence ahead of where the writer is now (one listing), not of where an older listing saw it:
-    // first its next slot (a writer that has stopped since needs no fillers), then further ahead
-    // each try, so that however fast the writer goes, the fence lands past it.
+  for (let jump = FIRST_JUMP, lostAt = nextSeq; busy(lostTo) && jump <= MAX_JUMP; jump *= 2) {
+    // Fence ahead of where the writer is now (one listing), not of where an older listing saw it,
+    // further ahead each try, so that however fast the writer goes, the fence lands past it.
     const target = (await newestSlotFrom(store, keys, lostAt)) + jump;
     lostAt = target;
     ({ lostTo } = await putFence(store, keys, id, target, keys.slot(target), limits));

@@ -142,19 +142,25 @@ describe('claim races: claims jumping ahead of a busy writer', () => {
     const inner = new MemoryStore();
     const w = await SnapshotEngine.open({ store: inner, stream: 's' });
     for (let n = 1; n <= 3; n++) await w.checkpoint({ n });
-    // The writer takes each of the claim's first two tries (its next slot, then the one after), so
-    // the claim jumps ahead and fills the seqs the writer never reached.
+    const gate = latch();
+    const reached = latch();
     let puts = 0;
     const cStore = new HookStore(inner, async (op) => {
-      if (op === 'putIfAbsent' && puts++ < 2) await w.checkpoint({ n: 3 + puts });
+      if (op === 'putIfAbsent' && puts++ === 0) {
+        reached.open();
+        await gate.p;
+      }
     });
     const cOpen = SnapshotEngine.open({ store: cStore, stream: 's', policy: { baseEvery: 2 } });
+    await reached.p;
+    await w.checkpoint({ n: 4 }); // the claim jumps ahead and fills the seqs the writer never reached
+    gate.open();
     const c = await cOpen;
     expect((await listCheckpoints(inner, 's')).some((e) => e.filler)).toBe(true);
     for (let i = 0; i < 4; i++) await c.checkpoint({ n: `C${i}` });
     await gc(inner, 's', { keepLast: 1, minAgeMs: 0 });
     // The writer, paused all along, wakes: its next key is still taken.
-    await expect(w.checkpoint({ n: 6 })).rejects.toMatchObject({ code: 'FENCED' });
+    await expect(w.checkpoint({ n: 5 })).rejects.toMatchObject({ code: 'FENCED' });
     await c.close();
     await expectWhole(inner, 's', { n: 'C3' });
   });

@@ -292,6 +292,8 @@ describe('review: two gc runs whose floor writes conflict (S3 409)', () => {
       cOpenedAt,
       bothAcked: 'ok' in cAck && 'ok' in wAck,
       damaged: list.filter((e) => typeof e === 'string'),
-    }).toEqual({ floorsIfDeleted: 1, cOpenedAt: 20, bothAcked: false, damaged: [] });
+    }).toEqual({ floorsIfDeleted: 1, cOpenedAt: expect.any(Number), bothAcked: false, damaged: [] });
+    // C opened on W's newest checkpoint, or on fillers after it (it jumped ahead of W).
+    expect(cOpenedAt).toBeGreaterThanOrEqual(20);
   });
 });

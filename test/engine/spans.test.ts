@@ -196,35 +196,32 @@ describe('span deltas', () => {
   it('reads the deltas before a span position one by one when a claim left a filler there', async () => {
     const store = new MemoryStore();
     const seen = new Map<number, S>();
-    const policy = { ...LONG, spanEvery: 3 };
+    const policy = { ...LONG, spanEvery: 4 };
     const old = await SnapshotEngine.open<S>({ store, stream: STREAM, policy });
     const state = await write(old, 3, 1, seen); // base 1, deltas 2-3
-    // A new engine claims while the old one commits: the old engine's seqs 4 and 5 land just before
-    // the claim's fences would, so the claim jumps ahead (fence in slot 9) and fills 6-8 with
-    // fillers; 7 is a span position.
-    const racedAt = new Set<number>();
+    // A new engine claims while the old one commits: the old engine's seq 4 lands just before the
+    // claim's fence would, so the claim jumps ahead (fence in slot 8) and fills 5-7 with fillers.
+    let raced = false;
     const racing = new HookStore(store, async (op, key) => {
-      for (const seq of [4, 5]) {
-        if (op !== 'putIfAbsent' || key !== checkpointKey(STREAM, seq) || racedAt.has(seq)) continue;
-        racedAt.add(seq);
-        evolve(state, seq);
-        seen.set((await old.checkpoint(state)).seq, structuredClone(state));
-      }
+      if (op !== 'putIfAbsent' || key !== checkpointKey(STREAM, 4) || raced) return;
+      raced = true;
+      evolve(state, 4);
+      seen.set((await old.checkpoint(state)).seq, structuredClone(state));
     });
     const fresh = await SnapshotEngine.open<S>({ store: racing, stream: STREAM, policy });
-    expect([...racedAt]).toEqual([4, 5]);
-    expect(fresh.seq).toBe(8);
+    expect(raced).toBe(true);
+    expect(fresh.seq).toBe(7);
     const fillers = (await listCheckpoints(store, STREAM)).filter((c) => c.filler).map((c) => c.seq);
-    expect(fillers).toEqual([6, 7, 8]);
-    for (const seq of fillers) seen.set(seq, structuredClone(seen.get(5)!));
-    await write(fresh, 3, 9, seen); // 9, 10: a span delta from the filler at 7, 11
+    expect(fillers).toEqual([5, 6, 7]);
+    for (const seq of fillers) seen.set(seq, structuredClone(seen.get(4)!));
+    await write(fresh, 3, 8, seen); // 8, then 9: a span delta from the filler at 5
     await fresh.close();
     await expect(old.checkpoint(state)).rejects.toMatchObject({ code: 'FENCED' });
     await old.close().catch(() => undefined);
     await expectEverySeq(store, seen);
     const counter = new GetCounter(store);
-    await restore(counter, STREAM, { seq: 10 });
-    // 1, the span delta at 4, then 5-7 one by one up to the filler at 7 (not a span delta), then 10's jump from 7.
+    await restore(counter, STREAM, { seq: 9 });
+    // 1, then 2-4 one by one up to the filler at 5 (not a span delta), then 9's jump from 5.
     expect(counter.frames).toBe(6);
     expect((await verifyStream(store, STREAM)).damaged).toEqual([]);
   });
