@@ -1,18 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore, type Store } from 'statefold';
-import { HookStore } from '../support/hook-store.js';
+import { HookStore, latch } from '../support/hook-store.js';
 
 /**
  * Claims racing a busy writer, step by step: each scenario holds store calls at chosen points
  * (a review of the claim protocol found these interleavings; each once lost or bricked a stream).
  */
-
-function latch(): { p: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const p = new Promise<void>((r) => (open = r));
-  return { p, open };
-}
 
 /** Every listed seq restores, seqs are 1..n, and the newest is `newest`. */
 async function expectWhole(store: Store, stream: string, newest: unknown): Promise<number> {

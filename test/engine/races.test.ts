@@ -9,33 +9,12 @@ import {
   restore,
   type Store,
 } from 'statefold';
-import { HookStore, type StoreOp } from '../support/hook-store.js';
+import { HookStore, holdOnce, latch, type StoreOp } from '../support/hook-store.js';
 
 /**
  * Opens, forks and deletes racing a writer whose retention deletes behind it, step by step: each
  * scenario holds one store call at a chosen point while the others run (issue 28, items 1 to 3).
  */
-
-function latch(): { p: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const p = new Promise<void>((r) => (open = r));
-  return { p, open };
-}
-
-/** A store that holds the first call matching `when` until `release`; `reached` opens when it is held. */
-function holdOnce(inner: Store, when: (op: StoreOp, key: string) => boolean) {
-  const reached = latch();
-  const gate = latch();
-  let held = false;
-  const store = new HookStore(inner, async (op, key) => {
-    if (!held && when(op, key)) {
-      held = true;
-      reached.open();
-      await gate.p;
-    }
-  });
-  return { store, reached: reached.p, release: gate.open };
-}
 
 /** Every listed seq restores, seqs are contiguous, and the newest state is `newest`. */
 async function expectWhole(store: Store, stream: string, newest: unknown): Promise<number[]> {

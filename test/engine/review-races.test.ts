@@ -10,34 +10,13 @@ import {
   restore,
   type Store,
 } from 'statefold';
-import { HookStore, type StoreOp } from '../support/hook-store.js';
+import { HookStore, holdOnce, latch } from '../support/hook-store.js';
 
 /**
  * Interleavings a review of the claim, fork and delete protocols found (issue 28): each once broke
  * a stated guarantee (an engine neither fenced nor on a new stream, a stream brought back or
  * bricked after a delete, a fork through a floor that was never written).
  */
-
-function latch(): { p: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const p = new Promise<void>((r) => (open = r));
-  return { p, open };
-}
-
-/** A store that holds the first call matching `when` until `release`; `reached` opens when it is held. */
-function holdOnce(inner: Store, when: (op: StoreOp, key: string) => boolean) {
-  const reached = latch();
-  const gate = latch();
-  let held = false;
-  const store = new HookStore(inner, async (op, key) => {
-    if (!held && when(op, key)) {
-      held = true;
-      reached.open();
-      await gate.p;
-    }
-  });
-  return { store, reached: reached.p, release: gate.open };
-}
 
 const settle = <T>(p: Promise<T>): Promise<{ ok: T } | { err: { code?: string; message?: string } }> =>
   p.then(

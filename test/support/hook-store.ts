@@ -54,3 +54,28 @@ export class HookStore implements Store {
     this.after('delete', key, undefined);
   }
 }
+
+/** A promise and the function that resolves it: a gate a test opens when it chooses. */
+export function latch(): { p: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const p = new Promise<void>((r) => (open = r));
+  return { p, open };
+}
+
+/** A store that holds the first call matching `when` until `release`; `reached` resolves when it is held. */
+export function holdOnce(
+  inner: Store,
+  when: (op: StoreOp, key: string) => boolean,
+): { store: HookStore; reached: Promise<void>; release: () => void } {
+  const reached = latch();
+  const gate = latch();
+  let held = false;
+  const store = new HookStore(inner, async (op, key) => {
+    if (!held && when(op, key)) {
+      held = true;
+      reached.open();
+      await gate.p;
+    }
+  });
+  return { store, reached: reached.p, release: gate.open };
+}
