@@ -6,10 +6,8 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
+import { createOrRead } from './create.js';
 import type { StreamKeys } from './keys.js';
-
-/** Tries of putFloor while the store keeps answering "exists" with nothing to read. */
-const FLOOR_TRIES = 6;
 
 /**
  * Writes the floor `seq` and resolves once it is readable: created now, or there already. A store
@@ -18,12 +16,8 @@ const FLOOR_TRIES = 6;
  */
 export async function putFloor(store: Store, keys: StreamKeys, seq: number, signal?: AbortSignal): Promise<void> {
   const key = keys.floor(seq);
-  const opt = signal ? { signal } : undefined;
-  for (let attempt = 0; attempt < FLOOR_TRIES; attempt++) {
-    if (await store.putIfAbsent(key, new Uint8Array(0), opt)) return;
-    if ((await store.get(key, opt)) !== undefined) return;
-    await new Promise((r) => setTimeout(r, 10 * 2 ** attempt * (0.5 + Math.random())));
-  }
+  // Every floor is empty: any that reads back is this one.
+  if ((await createOrRead(store, key, new Uint8Array(0), signal)) !== undefined) return;
   throw new StatefoldError(
     'STORAGE',
     `stream ${JSON.stringify(keys.stream)}: writing floor ${key}: the store keeps reporting it exists but it cannot be read`,

@@ -22,13 +22,13 @@ import { assertOptions, assertStore } from '../args.js';
 import { StatefoldError, isStatefoldError } from '../errors.js';
 import { DEFAULT_LIMITS, decodeFrame, encodeFrame } from '../format/frame.js';
 import { committedView } from '../log/committed.js';
+import { createOrRead } from '../log/create.js';
 import { floorAbove, putFloor } from '../log/floor.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { highestKeyEpoch, listLog } from '../log/listing.js';
 import { mapLimit } from '../log/read.js';
 import { nextFree } from '../writer/claim.js';
-import { sleep } from '../writer/commit.js';
 import { MAX_KEYS_PER_SLOT } from '../writer/fence.js';
 
 /** Options of `deleteStream`. */
@@ -163,22 +163,13 @@ async function entomb(
     deleted: true,
   };
   const frame = encodeFrame('fence', header, new Uint8Array(0));
-  for (let attempt = 0; ; attempt++) {
-    const opt = signal ? { signal } : undefined;
-    let there = (await store.putIfAbsent(key, frame, opt)) ? frame : await store.get(key, opt);
-    if (there === undefined && attempt < 5) {
-      // "Exists" with nothing to read (S3's 409): look again shortly.
-      await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
-      continue;
-    }
-    there ??= new Uint8Array(0);
-    // The lowest of the delete's fences stays too: it holds the next key of the engine that was
-    // writing, which is then fenced at its next commit, as during the delete.
-    const lowest = fenced.fences[0]!;
-    if (Buffer.compare(there, frame) !== 0) return { floor: at, tombstone: new Set([lowest, fenced.floorKey]) };
-    await putFloor(store, keys, at + 1, signal);
-    return { floor: at + 1, tombstone: new Set([lowest, key, keys.floor(at + 1)]) };
-  }
+  // The lowest of the delete's fences stays too: it holds the next key of the engine that was
+  // writing, which is then fenced at its next commit, as during the delete.
+  const lowest = fenced.fences[0]!;
+  if ((await createOrRead(store, key, frame, signal)) !== 'ours')
+    return { floor: at, tombstone: new Set([lowest, fenced.floorKey]) };
+  await putFloor(store, keys, at + 1, signal);
+  return { floor: at + 1, tombstone: new Set([lowest, key, keys.floor(at + 1)]) };
 }
 
 /**
@@ -247,7 +238,6 @@ interface Fenced {
  * floor written meanwhile (slots retention deleted, where they fence no one: fence again).
  */
 async function fence(store: Store, keys: StreamKeys, signal: AbortSignal | undefined): Promise<Fenced | undefined> {
-  const opt = signal ? { signal } : undefined;
   const writer = randomBytes(8).toString('hex');
   const log = await listLog(store, keys, signal);
   let seq: number;
@@ -278,13 +268,9 @@ async function fence(store: Store, keys: StreamKeys, signal: AbortSignal | undef
     let e = epoch;
     for (let i = 0; i < MAX_KEYS_PER_SLOT; i++) {
       const header = { stream: keys.stream, seq: s, epoch: e, writer, createdAt: Date.now(), deleted: true };
-      if (await store.putIfAbsent(k, encodeFrame('fence', header, new Uint8Array(0)), opt)) return k;
-      const there = await store.get(k, opt);
-      // A write still landing there (S3's 409): look again shortly.
-      if (there === undefined) {
-        await sleep(10 * 2 ** Math.min(i, 6) * Math.random());
-        continue;
-      }
+      const there = await createOrRead(store, k, encodeFrame('fence', header, new Uint8Array(0)), signal);
+      if (there === 'ours') return k;
+      if (there === undefined) continue; // never read back (S3's 409 again and again): try again
       const frame = decodeFrame(there, { stream: keys.stream, key: k, seq: s }, DEFAULT_LIMITS);
       if (frame.kind !== 'fence') return 'checkpoint';
       if (frame.header.deleted === true || frame.header.writer === writer) return k;

@@ -27,7 +27,8 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
 import { restore } from '../restore/index.js';
-import { sameBytes, sleep, wrapStorage } from '../writer/commit.js';
+import { createOrRead } from '../log/create.js';
+import { wrapStorage } from '../writer/commit.js';
 
 /** Options of `forkStream`. */
 export interface ForkOptions {
@@ -106,28 +107,14 @@ export async function forkStream(store: Store, from: string, to: string, options
   if (ledger.size > 0) header.ledger = ledgerEntries(ledger);
   const frame = await encodeFrameOffThread('base', header, restored.state, undefined, 1, await keyring?.sealing(to));
   const key = target.slot(seq);
-  // The one write that is the fork. "Exists" with nothing to read is a create that lost a race to
-  // a write still landing or one that failed (S3's 409): look again, then try again.
-  for (let attempt = 0; ; attempt++) {
-    let created: boolean;
-    try {
-      created = await guarded.putIfAbsent(key, frame, signalOpt);
-    } catch (err) {
-      // The write may have landed before the error: look before reporting failure (it may still
-      // land later: an unknown outcome, as for any write).
-      const landed = await guarded.get(key).catch(() => undefined);
-      if (landed === undefined || !sameBytes(landed, frame)) throw wrapStorage(err, to, seq, key, 'forkStream');
-      break;
-    }
-    if (created) break;
-    // Taken: another fork, or an engine opened on `to`, got there first (or our own earlier try).
-    const there = await guarded.get(key, signalOpt);
-    if (there !== undefined) {
-      if (sameBytes(there, frame)) break;
-      throw exists();
-    }
-    if (attempt >= 4) throw exists();
-    await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
+  // The one write that is the fork; taken: another fork, or an engine opened on `to`, got there first.
+  let there: 'ours' | Uint8Array | undefined;
+  try {
+    there = await createOrRead(guarded, key, frame, options.signal);
+  } catch (err) {
+    // Its outcome is unknown: it may still land (a retry then finds the target exists).
+    throw wrapStorage(err, to, seq, key, 'forkStream');
   }
+  if (there !== 'ours') throw exists();
   return { stream: to, seq, from: { stream: from, seq: restored.seq }, effects: ledger.size };
 }

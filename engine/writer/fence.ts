@@ -5,7 +5,8 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { decodeFrame, encodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
-import { sameBytes, wrapStorage } from './commit.js';
+import { createOrRead } from '../log/create.js';
+import { wrapStorage } from './commit.js';
 
 /** Who claims: the stream, the writer epoch, and 64 random bits that tell this engine's frames from any other's. */
 export interface Identity {
@@ -52,8 +53,8 @@ export async function putFence(
 
 /**
  * Creates `key` with `frame`, or recognises that an earlier try of ours already did: 'ours', or
- * the bytes another engine put there (undefined when none can be read: a lost race to a write that
- * then failed, S3's 409; the caller tries again).
+ * the bytes another engine put there (undefined when none can be read: see createOrRead). A store
+ * failure is STORAGE naming the stream, seq and key.
  */
 export async function createOrRecognise(
   store: Store,
@@ -63,16 +64,8 @@ export async function createOrRecognise(
   seq: number,
 ): Promise<'ours' | Uint8Array | undefined> {
   try {
-    if (await store.putIfAbsent(key, frame)) return 'ours';
+    return await createOrRead(store, key, frame);
   } catch (err) {
-    const there = await store.get(key).catch(() => undefined);
-    if (there === undefined) throw wrapStorage(err, stream, seq, key, 'open');
+    throw wrapStorage(err, stream, seq, key, 'open');
   }
-  let there: Uint8Array | undefined;
-  try {
-    there = await store.get(key);
-  } catch (err) {
-    throw wrapStorage(err, stream, seq, key, 'open (reading back a key found taken)');
-  }
-  return there !== undefined && sameBytes(there, frame) ? 'ours' : there;
 }

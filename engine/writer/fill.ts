@@ -15,7 +15,7 @@ import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { openFrame, readFrame, unlockFrame } from '../log/read.js';
-import { sleep, wrapStorage } from './commit.js';
+import { wrapStorage } from './commit.js';
 import { MAX_KEYS_PER_SLOT, createOrRecognise, fenceFrame, putFence, type Identity } from './fence.js';
 
 /**
@@ -131,11 +131,7 @@ async function fenceSlot(
   for (let i = 0; i < MAX_KEYS_PER_SLOT; i++) {
     const { lostTo, frame } = await putFence(store, keys, id, seq, key, limits, epoch);
     if (lostTo === undefined) return { seq, fenceEpoch: epoch };
-    // A write still landing there (S3's 409): look again shortly.
-    if (frame === undefined) {
-      await sleep(10 * 2 ** Math.min(i, 6) * Math.random());
-      continue;
-    }
+    if (frame === undefined) continue; // never read back (S3's 409 again and again, with backoff): again
     const origin = { stream: keys.stream, key, seq };
     if (frame.kind !== 'fence') {
       const checkpoint = await unlockFrame(frame, origin, limits);
