@@ -3,7 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileStore, SnapshotEngine, restore } from 'statefold';
-import { fromJson, toJson } from '../../dist/engine/cli/json.js';
+import { fromJson, toJson } from '../../dist/cli/json.js';
 import { cli } from '../support/cli.js';
 import { flipByte } from '../support/damage.js';
 import { tempDir } from '../support/stores.js';

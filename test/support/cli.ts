@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 
-const BIN = path.resolve(import.meta.dirname, '../../dist/engine/cli/main.js');
+const BIN = path.resolve(import.meta.dirname, '../../dist/cli/main.js');
 
 /** Runs the built `statefold` bin as a user would; resolves its exit code and output (never rejects on a non-zero exit). */
 export function cli(

@@ -14,12 +14,12 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { Store } from '../../storage-adapters/store.js';
-import { assertStore } from '../args.js';
-import type { PendingPolicy } from '../effects/ledger.js';
-import { isStatefoldError, StatefoldError } from '../errors.js';
-import { resolveEngineOptions, type EngineOptions } from '../options.js';
-import { deleteStream } from '../ops/delete.js';
-import { listStreams } from '../ops/streams.js';
+import { assertStore } from '../../engine/args.js';
+import type { PendingPolicy } from '../../engine/effects/ledger.js';
+import { isStatefoldError, StatefoldError } from '../../engine/errors.js';
+import { resolveEngineOptions, type EngineOptions } from '../../engine/options.js';
+import { deleteStream } from '../../engine/ops/delete.js';
+import { listStreams } from '../../engine/ops/streams.js';
 import {
   assertPrefix,
   channelToPlain,

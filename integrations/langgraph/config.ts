@@ -2,11 +2,11 @@
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import type { Store } from '../../storage-adapters/store.js';
-import type { EffectRetention, PendingPolicy } from '../effects/ledger.js';
-import { StatefoldError } from '../errors.js';
-import type { Encryption } from '../format/keyring.js';
-import type { Policy } from '../policy.js';
-import type { Retention } from '../retention.js';
+import type { EffectRetention, PendingPolicy } from '../../engine/effects/ledger.js';
+import { StatefoldError } from '../../engine/errors.js';
+import type { Encryption } from '../../engine/format/keyring.js';
+import type { Policy } from '../../engine/policy.js';
+import type { Retention } from '../../engine/retention.js';
 
 /** Options of `new StatefoldSaver`. */
 export interface StatefoldSaverOptions {

@@ -1,9 +1,9 @@
 /** The store a CLI command works on: a directory (a path or a `file://` URL), or `s3://bucket/prefix`. */
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { StatefoldError, describeCause } from '../errors.js';
-import { FileStore } from '../../storage-adapters/file/index.js';
-import type { Store } from '../../storage-adapters/store.js';
+import { StatefoldError, describeCause } from '../engine/errors.js';
+import { FileStore } from '../storage-adapters/file/index.js';
+import type { Store } from '../storage-adapters/store.js';
 
 /** Where S3 is: flags first, then the usual AWS variables (the SDK reads credentials itself). */
 export interface S3Flags {
@@ -28,7 +28,7 @@ export async function openStore(spec: string, flags: S3Flags): Promise<{ store: 
     // The SDK prints a notice about Node versions on every start; one per command would bury the
     // output (the library itself leaves it on). Set the variable yourself to choose otherwise.
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const { S3Store } = await import('../../storage-adapters/s3/index.js');
+    const { S3Store } = await import('../storage-adapters/s3/index.js');
     const env = process.env;
     const endpoint = firstSet(flags.endpoint, env.AWS_ENDPOINT_URL_S3, env.AWS_ENDPOINT_URL);
     const region = firstSet(flags.region, env.AWS_REGION, env.AWS_DEFAULT_REGION);

@@ -4,17 +4,17 @@
  * checkpoint, a checkpoint id's seq, the state at a seq. Operations on one thread run one at a time,
  * in call order, so a read sees every write called before it.
  */
-import { SnapshotEngine } from '../engine.js';
-import type { EngineOptions } from '../options.js';
-import { readingOf } from '../args.js';
-import { isStatefoldError } from '../errors.js';
-import { decodeMeta, type FrameReading } from '../format/frame.js';
-import { guardStore, resolveStoreTimeout } from '../log/guard.js';
-import { StreamKeys } from '../log/keys.js';
-import { readFrame } from '../log/read.js';
-import { listCheckpoints, restore } from '../restore/index.js';
-import type { CheckpointEntry, ListCheckpointsOptions } from '../restore/types.js';
-import type { EffectOptions } from '../effects/runner.js';
+import { SnapshotEngine } from '../../engine/engine.js';
+import type { EngineOptions } from '../../engine/options.js';
+import { readingOf } from '../../engine/args.js';
+import { isStatefoldError } from '../../engine/errors.js';
+import { decodeMeta, type FrameReading } from '../../engine/format/frame.js';
+import { guardStore, resolveStoreTimeout } from '../../engine/log/guard.js';
+import { StreamKeys } from '../../engine/log/keys.js';
+import { readFrame } from '../../engine/log/read.js';
+import { listCheckpoints, restore } from '../../engine/restore/index.js';
+import type { CheckpointEntry, ListCheckpointsOptions } from '../../engine/restore/types.js';
+import type { EffectOptions } from '../../engine/effects/runner.js';
 import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
 
 /** A committed seq of a thread's stream with its meta. */

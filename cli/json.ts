@@ -7,7 +7,7 @@
  * happens to have a `$sf` key is wrapped as `{"$sf":"Object","v":{...}}`, so `fromJson` undoes
  * exactly what `toJson` did.
  */
-import { TYPED_ARRAY_CLASSES } from '../value.js';
+import { TYPED_ARRAY_CLASSES } from '../engine/value.js';
 
 /** The typed-array classes a state can hold, by the name `toJson` writes (Buffer is read apart). */
 const TYPED = new Map<string, new (buffer: ArrayBuffer) => ArrayBufferView>(

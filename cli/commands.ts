@@ -1,18 +1,18 @@
 /** The CLI's commands: each reads its arguments, does one thing through the public API, and prints. */
 import { readFile, writeFile } from 'node:fs/promises';
 import cliProgress from 'cli-progress';
-import { diffCheckpoints } from '../ops/diff.js';
-import { deleteStream } from '../ops/delete.js';
-import { forkStream } from '../ops/fork.js';
-import { listStreams, live } from '../ops/streams.js';
-import { verifyStream } from '../ops/verify.js';
-import { listCheckpoints, restore } from '../restore/index.js';
-import { gc } from '../retention.js';
-import { StatefoldError } from '../errors.js';
-import type { Encryption } from '../format/keyring.js';
-import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from '../log/guard.js';
-import { StreamKeys } from '../log/keys.js';
-import type { Store } from '../../storage-adapters/store.js';
+import { diffCheckpoints } from '../engine/ops/diff.js';
+import { deleteStream } from '../engine/ops/delete.js';
+import { forkStream } from '../engine/ops/fork.js';
+import { listStreams, live } from '../engine/ops/streams.js';
+import { verifyStream } from '../engine/ops/verify.js';
+import { listCheckpoints, restore } from '../engine/restore/index.js';
+import { gc } from '../engine/retention.js';
+import { StatefoldError } from '../engine/errors.js';
+import type { Encryption } from '../engine/format/keyring.js';
+import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from '../engine/log/guard.js';
+import { StreamKeys } from '../engine/log/keys.js';
+import type { Store } from '../storage-adapters/store.js';
 import { toJson } from './json.js';
 import { UsageError } from './store.js';
 
