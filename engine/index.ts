@@ -1,8 +1,12 @@
 /** statefold: incremental, crash-safe checkpoints of long-running agent state. */
+import { resolveEngineOptions, type EngineOptions } from './options.js';
+
 export { SnapshotEngine } from './engine.js';
 export type { EngineOptions, CheckpointOptions, CheckpointInfo, EffectOptions } from './engine.js';
 export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects/ledger.js';
 export { restore, listCheckpoints } from './restore/index.js';
+export { readCheckpointMeta } from './restore/meta.js';
+export type { ReadMetaOptions } from './restore/meta.js';
 export type {
   RestoreOptions,
   Restored,
@@ -35,3 +39,12 @@ export type { Store, StoreOptions, ListOptions } from '../storage-adapters/store
 export { MemoryStore } from '../storage-adapters/memory/index.js';
 export { FileStore } from '../storage-adapters/file/index.js';
 export type { FileStoreOptions } from '../storage-adapters/file/index.js';
+
+/**
+ * Checks `options` as `SnapshotEngine.open` does, without touching the store: INVALID_ARGUMENT
+ * names the first bad option (the stream id included). For an integration that opens engines
+ * later, one per thread or session, so that a bad option fails where it is configured.
+ */
+export function checkEngineOptions(options: EngineOptions): void {
+  resolveEngineOptions(options);
+}
