@@ -1,18 +1,20 @@
 /** The CLI's commands: each reads its arguments, does one thing through the public API, and prints. */
 import { readFile, writeFile } from 'node:fs/promises';
 import cliProgress from 'cli-progress';
-import { diffCheckpoints } from '../engine/ops/diff.js';
-import { deleteStream } from '../engine/ops/delete.js';
-import { forkStream } from '../engine/ops/fork.js';
-import { listStreams, live } from '../engine/ops/streams.js';
-import { verifyStream } from '../engine/ops/verify.js';
-import { listCheckpoints, restore } from '../engine/restore/index.js';
-import { gc } from '../engine/retention.js';
-import { StatefoldError } from '../engine/errors.js';
-import type { Encryption } from '../engine/format/keyring.js';
-import { DEFAULT_STORE_TIMEOUT_MS, guardStore } from '../engine/log/guard.js';
-import { StreamKeys } from '../engine/log/keys.js';
-import type { Store } from '../storage-adapters/store.js';
+import {
+  checkEngineOptions,
+  deleteStream,
+  diffCheckpoints,
+  forkStream,
+  gc,
+  listCheckpoints,
+  listStreams,
+  restore,
+  StatefoldError,
+  verifyStream,
+  type Encryption,
+  type Store,
+} from '../engine/index.js';
 import { toJson } from './json.js';
 import { UsageError } from './store.js';
 
@@ -67,8 +69,9 @@ function seqArg(c: Context, i: number, name: string): number {
 
 /** True when the store holds `stream` as `ls` would list it (a deleted stream's tombstone does not count). */
 async function streamExists(c: Context, stream: string): Promise<boolean> {
-  const keys = new StreamKeys(stream); // INVALID_ARGUMENT for an id no stream can have
-  return live(guardStore(c.store, DEFAULT_STORE_TIMEOUT_MS), keys.root.slice(0, -1));
+  checkEngineOptions({ store: c.store, stream }); // INVALID_ARGUMENT for an id no stream can have
+  // ls's own listing, so that a command finds a stream exactly when ls shows it.
+  return (await listStreams(c.store, { prefix: stream })).includes(stream);
 }
 
 /** The NOT_FOUND of a stream the store holds nothing of: a typo must not pass as a stream with no checkpoints. */

@@ -7,15 +7,20 @@
  * happens to have a `$sf` key is wrapped as `{"$sf":"Object","v":{...}}`, so `fromJson` undoes
  * exactly what `toJson` did.
  */
-import { TYPED_ARRAY_CLASSES } from '../engine/value.js';
 
-/** The typed-array classes a state can hold, by the name `toJson` writes (Buffer is read apart). */
-const TYPED = new Map<string, new (buffer: ArrayBuffer) => ArrayBufferView>(
-  TYPED_ARRAY_CLASSES.filter((c) => c !== Buffer).map((c) => [
-    c.name,
-    c as new (buffer: ArrayBuffer) => ArrayBufferView,
-  ]),
-);
+/** What every typed-array class extends (%TypedArray%.prototype); Buffer extends Uint8Array instead. */
+const TYPED_ARRAY_PROTOTYPE: unknown = Object.getPrototypeOf(Int8Array.prototype);
+
+/**
+ * The typed-array class named `name` (the constructor name `toJson` writes), or undefined: taken
+ * from the language's own classes rather than a list of ours, so that every typed array a state
+ * can hold reads back, and a tag naming anything else is no constructor at all.
+ */
+function typedArrayClass(name: string): (new (buffer: ArrayBuffer) => ArrayBufferView) | undefined {
+  const c: unknown = Object.hasOwn(globalThis, name) ? (globalThis as Record<string, unknown>)[name] : undefined;
+  if (typeof c !== 'function' || Object.getPrototypeOf(c.prototype) !== TYPED_ARRAY_PROTOTYPE) return undefined;
+  return c as new (buffer: ArrayBuffer) => ArrayBufferView;
+}
 
 /** `value` with everything JSON cannot hold tagged (see the module comment). */
 export function toJson(value: unknown): unknown {
@@ -56,7 +61,7 @@ export function fromJson(value: unknown): unknown {
     if (tag === 'UTF16') return Buffer.from(obj.v as string, 'base64').toString('utf16le');
     if (tag === 'Object') return plain(obj.v as Record<string, unknown>);
     if (tag === 'Buffer') return Buffer.from(obj.v as string, 'base64');
-    const Typed = TYPED.get(tag);
+    const Typed = typedArrayClass(tag);
     if (Typed !== undefined) {
       const bytes = Buffer.from(obj.v as string, 'base64');
       return new Typed(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));

@@ -5,7 +5,7 @@
  * 3 any other failure (a missing store, stream or key, the store failing).
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { isStatefoldError } from '../engine/errors.js';
+import { isStatefoldError } from '../engine/index.js';
 import { COMMANDS, keysFrom, type Command, type Context } from './commands.js';
 import { openStore, storeFailure, UsageError } from './store.js';
 

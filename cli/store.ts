@@ -1,9 +1,7 @@
 /** The store a CLI command works on: a directory (a path or a `file://` URL), or `s3://bucket/prefix`. */
 import { stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { StatefoldError, describeCause } from '../engine/errors.js';
-import { FileStore } from '../storage-adapters/file/index.js';
-import type { Store } from '../storage-adapters/store.js';
+import { FileStore, StatefoldError, type Store } from '../engine/index.js';
 
 /** Where S3 is: flags first, then the usual AWS variables (the SDK reads credentials itself). */
 export interface S3Flags {
@@ -60,7 +58,7 @@ export async function openStore(spec: string, flags: S3Flags): Promise<{ store: 
   const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
       throw new StatefoldError('NOT_FOUND', `store ${spec}: no such directory`, { cause: err });
-    throw new StatefoldError('STORAGE', `store ${spec}: ${describeCause(err)}`, { cause: err });
+    throw new StatefoldError('STORAGE', `store ${spec}: ${err.message}`, { cause: err });
   });
   if (!info.isDirectory()) throw new StatefoldError('NOT_FOUND', `store ${spec}: not a directory`);
   return { store: new FileStore({ dir }), close: () => undefined };

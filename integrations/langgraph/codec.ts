@@ -12,7 +12,7 @@ import {
   type Checkpoint,
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
-import { StatefoldError } from '../../engine/errors.js';
+import { StatefoldError } from '../../engine/index.js';
 
 /** A serialized value: the JSON LangGraph's serde made, parsed (`j`), or its bytes and type. */
 export type Plain = { j: unknown } | { t: string; b: Uint8Array };

@@ -1,12 +1,15 @@
 /** The saver's options, and the RunnableConfig fields each call needs, with INVALID_ARGUMENT errors that say which. */
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
-import type { Store } from '../../storage-adapters/store.js';
-import type { EffectRetention, PendingPolicy } from '../../engine/effects/ledger.js';
-import { StatefoldError } from '../../engine/errors.js';
-import type { Encryption } from '../../engine/format/keyring.js';
-import type { Policy } from '../../engine/policy.js';
-import type { Retention } from '../../engine/retention.js';
+import {
+  StatefoldError,
+  type EffectRetention,
+  type Encryption,
+  type PendingPolicy,
+  type Policy,
+  type Retention,
+  type Store,
+} from '../../engine/index.js';
 
 /** Options of `new StatefoldSaver`. */
 export interface StatefoldSaverOptions {

@@ -4,7 +4,7 @@
  * with work queued or an effect running is never closed under it; a thread opened again while
  * its last writer is still closing starts after that close, so the two writers never fence each other.
  */
-import type { EngineOptions } from '../../engine/options.js';
+import type { EngineOptions } from '../../engine/index.js';
 import { streamOf } from './codec.js';
 import { Thread } from './thread.js';
 

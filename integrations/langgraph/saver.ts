@@ -13,13 +13,16 @@ import {
   type PendingWrite,
 } from '@langchain/langgraph-checkpoint';
 import type { RunnableConfig } from '@langchain/core/runnables';
-import type { Store } from '../../storage-adapters/store.js';
-import { assertStore } from '../../engine/args.js';
-import type { PendingPolicy } from '../../engine/effects/ledger.js';
-import { isStatefoldError, StatefoldError } from '../../engine/errors.js';
-import { resolveEngineOptions, type EngineOptions } from '../../engine/options.js';
-import { deleteStream } from '../../engine/ops/delete.js';
-import { listStreams } from '../../engine/ops/streams.js';
+import {
+  checkEngineOptions,
+  deleteStream,
+  isStatefoldError,
+  listStreams,
+  StatefoldError,
+  type EngineOptions,
+  type PendingPolicy,
+  type Store,
+} from '../../engine/index.js';
 import {
   assertPrefix,
   channelToPlain,
@@ -51,7 +54,6 @@ export class StatefoldSaver extends BaseCheckpointSaver {
   constructor(options: StatefoldSaverOptions) {
     if (options === null || typeof options !== 'object')
       throw new StatefoldError('INVALID_ARGUMENT', 'new StatefoldSaver: options must be an object with a store');
-    assertStore(options.store, 'new StatefoldSaver');
     super(options.serde);
     this.store = options.store;
     this.prefix = assertPrefix(options.prefix ?? 'langgraph/');
@@ -73,10 +75,11 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     };
     try {
       // Checked now, with the checks SnapshotEngine.open makes: a bad option fails here, not at the first put.
-      resolveEngineOptions({ ...this.#engine, stream: streamOf(this.prefix, '', '') });
+      checkEngineOptions({ ...this.#engine, stream: streamOf(this.prefix, '', '') });
     } catch (err) {
       if (!isStatefoldError(err)) throw err;
-      throw new StatefoldError(err.code, `new StatefoldSaver: ${err.message}`, { cause: err });
+      const why = err.message.replace(/^SnapshotEngine\.open: /, '');
+      throw new StatefoldError(err.code, `new StatefoldSaver: ${why}`, { cause: err });
     }
     this.#threads = new Threads(this.prefix, this.#engine, maxOpen);
   }

@@ -4,17 +4,17 @@
  * checkpoint, a checkpoint id's seq, the state at a seq. Operations on one thread run one at a time,
  * in call order, so a read sees every write called before it.
  */
-import { SnapshotEngine } from '../../engine/engine.js';
-import type { EngineOptions } from '../../engine/options.js';
-import { readingOf } from '../../engine/args.js';
-import { isStatefoldError } from '../../engine/errors.js';
-import { decodeMeta, type FrameReading } from '../../engine/format/frame.js';
-import { guardStore, resolveStoreTimeout } from '../../engine/log/guard.js';
-import { StreamKeys } from '../../engine/log/keys.js';
-import { readFrame } from '../../engine/log/read.js';
-import { listCheckpoints, restore } from '../../engine/restore/index.js';
-import type { CheckpointEntry, ListCheckpointsOptions } from '../../engine/restore/types.js';
-import type { EffectOptions } from '../../engine/effects/runner.js';
+import {
+  isStatefoldError,
+  listCheckpoints,
+  readCheckpointMeta,
+  restore,
+  SnapshotEngine,
+  type CheckpointEntry,
+  type EffectOptions,
+  type EngineOptions,
+  type ListCheckpointsOptions,
+} from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
 
 /** A committed seq of a thread's stream with its meta. */
@@ -46,8 +46,6 @@ export class Thread {
    * id, so no later seq holds this one except as a re-commit, which every later meta's `revs` names.
    */
   readonly #seqs = new Map<string, { seq: number; sealed: boolean }>();
-  readonly #keys: StreamKeys;
-  readonly #frames: FrameReading;
 
   constructor(
     readonly stream: string,
@@ -59,8 +57,6 @@ export class Thread {
     after: Promise<unknown> = Promise.resolve(),
   ) {
     this.#tail = after;
-    this.#keys = new StreamKeys(stream);
-    this.#frames = readingOf(reading, 'StatefoldSaver');
   }
 
   /** Runs `op` after every operation called on this thread before it. */
@@ -220,24 +216,15 @@ export class Thread {
     }
   }
 
-  /**
-   * The meta at committed `seq`: one read of the slot's first key (a checkpoint there is committed:
-   * it was created only if absent), or a listing when an engine's fence sits there instead.
-   */
+  /** The meta at committed `seq` (usually one store read: the binary search in locate probes many), or undefined. */
   async metaAt(seq: number): Promise<Entry | undefined> {
-    const key = this.#keys.slot(seq);
     try {
-      const store = guardStore(this.#store, resolveStoreTimeout(this.reading.storeTimeoutMs, 'StatefoldSaver'));
-      const frame = await readFrame(store, this.#keys, seq, key, this.#frames);
-      if (frame.kind !== 'fence') {
-        const meta = decodeMeta(frame, { stream: this.stream, seq, key });
-        return { seq, meta: threadMeta(meta, this.stream, seq) };
-      }
+      const meta = await readCheckpointMeta(this.#store, this.stream, seq, this.reading);
+      return { seq, meta: threadMeta(meta, this.stream, seq) };
     } catch (err) {
-      if (!isStatefoldError(err, 'NOT_FOUND')) throw err;
+      if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
+      throw err;
     }
-    const listed = (await this.page(seq + 1, 1))[0];
-    return listed?.seq === seq ? listed : undefined;
   }
 
   /**

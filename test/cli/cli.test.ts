@@ -270,4 +270,29 @@ describe('statefold CLI on the file store', () => {
     expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
     expect(Object.hasOwn(back, '__proto__')).toBe(true);
   });
+
+  it('lossless JSON reads back every typed array a state can hold, and no other class', () => {
+    const arrays = [
+      new Int8Array([-1, 2]),
+      new Uint8Array([1, 255]),
+      new Uint8ClampedArray([0, 255]),
+      new Int16Array([-300]),
+      new Uint16Array([65535]),
+      new Int32Array([-70000]),
+      new Uint32Array([4e9]),
+      new Float32Array([1.5, -0]),
+      new Float64Array([Math.PI]),
+      new BigInt64Array([-5n]),
+      new BigUint64Array([2n ** 64n - 1n]),
+      Buffer.from([7, 8]),
+    ];
+    for (const a of arrays) {
+      const back = fromJson(JSON.parse(JSON.stringify(toJson(a))));
+      expect(back, a.constructor.name).toEqual(a);
+      expect(Object.getPrototypeOf(back), a.constructor.name).toBe(Object.getPrototypeOf(a));
+    }
+    // A tag naming a global that is not a typed-array class stays a plain object.
+    for (const tag of ['DataView', 'ArrayBuffer', 'Function', 'constructor', 'toString'])
+      expect(fromJson({ $sf: tag, v: 'AAAA' }), tag).toEqual({ $sf: tag, v: 'AAAA' });
+  });
 });
