@@ -1,6 +1,5 @@
 /** The CLI's commands: each reads its arguments, does one thing through the public API, and prints. */
 import { readFile, writeFile } from 'node:fs/promises';
-import cliProgress from 'cli-progress';
 import {
   checkEngineOptions,
   deleteStream,
@@ -16,6 +15,7 @@ import {
   type Store,
 } from '../engine/index.js';
 import { toJson } from './json.js';
+import { progressBar } from './progress.js';
 import { UsageError } from './store.js';
 
 /** What every command gets: its positional arguments, its flags, the store (and how the user named it), and how to print. */
@@ -86,30 +86,6 @@ async function existingStream(c: Context): Promise<string> {
 }
 
 const enc = (c: Context): { encryption?: Encryption } => (c.encryption ? { encryption: c.encryption } : {});
-
-/** A progress bar on stderr when it is a terminal (never in pipes, files or CI logs). */
-function progressBar(label: string, unit = ''): { update(done: number, total: number): void; stop(): void } {
-  if (!process.stderr.isTTY) return { update: () => undefined, stop: () => undefined };
-  const bar = new cliProgress.SingleBar(
-    {
-      stream: process.stderr,
-      format: `${label} [{bar}] {value}/{total}${unit && ` ${unit}`}`,
-      hideCursor: true,
-      clearOnComplete: true,
-    },
-    cliProgress.Presets.shades_classic,
-  );
-  let started = false;
-  return {
-    update(done, total) {
-      if (!started) bar.start(total, 0);
-      started = true;
-      bar.setTotal(total);
-      bar.update(done);
-    },
-    stop: () => started && bar.stop(),
-  };
-}
 
 export const COMMANDS: Record<string, Command> = {
   ls: {
