@@ -3,8 +3,8 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // The module map's rules, checked on the sources: imports follow the data's way (stores at the
-// bottom, then format, log, restore; capture and the writer on top), and no file grows past what
-// one reader can hold.
+// bottom, then format, log, restore; capture and the writer on top), the CLI and the integrations
+// stand on the public API alone, and no file grows past what one reader can hold.
 
 const root = path.resolve(import.meta.dirname, '..');
 const MAX_LINES = 350;
@@ -39,7 +39,26 @@ function load(file: string): Module {
   return { file, lines: text.split('\n').length, imports };
 }
 
-const modules = [...sources('engine'), ...sources('storage-adapters')].map(load);
+const modules = [
+  ...sources('engine'),
+  ...sources('storage-adapters'),
+  ...sources('cli'),
+  ...sources('integrations'),
+].map(load);
+
+/** The modules the package exports (package.json "exports"; the file and memory stores come through engine/index.ts). */
+const PUBLIC_ENTRIES = [
+  'engine/index.ts',
+  'storage-adapters/s3/index.ts',
+  'storage-adapters/kit/index.ts',
+  'storage-adapters/testing/index.ts',
+];
+
+/** The directory an application's files share: `cli`, or `integrations/<name>`. */
+function appDir(file: string): string {
+  const parts = file.split('/');
+  return parts[0] === 'integrations' ? parts.slice(0, 2).join('/') : parts[0]!;
+}
 
 function importsOf(where: (file: string) => boolean): [string, string][] {
   return modules.filter((m) => where(m.file)).flatMap((m) => m.imports.map((to): [string, string] => [m.file, to]));
@@ -56,6 +75,32 @@ describe('architecture: the module map', () => {
     expect(modules.map((m) => m.file)).toContain('engine/engine.ts');
     // The import scan sees imports: every engine module but the leaves imports something.
     expect(importsOf(under('engine')).length).toBeGreaterThan(60);
+    expect(modules.map((m) => m.file)).toEqual(
+      expect.arrayContaining(['cli/main.ts', 'integrations/langgraph/saver.ts']),
+    );
+    // Static, multi-line, type-only and dynamic imports are all seen (cli/store.ts loads S3Store on demand).
+    expect(importsOf(under('cli', 'integrations'))).toEqual(
+      expect.arrayContaining([
+        ['cli/commands.ts', 'engine/index.ts'],
+        ['cli/store.ts', 'storage-adapters/s3/index.ts'],
+        ['integrations/langgraph/index.ts', 'integrations/langgraph/saver.ts'],
+      ]),
+    );
+  });
+
+  it("keeps the CLI and the integrations on the public API: they import only the package's entry modules and their own files", () => {
+    const internal = importsOf(under('cli', 'integrations')).filter(
+      ([from, to]) => !PUBLIC_ENTRIES.includes(to) && !under(appDir(from))(to),
+    );
+    expect(internal).toEqual([]);
+    // Each of them is what an import path of the package loads.
+    const exported = JSON.stringify(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).exports);
+    expect(PUBLIC_ENTRIES.filter((f) => !exported.includes(`dist/${f.replace(/\.ts$/, '.js')}`))).toEqual([]);
+  });
+
+  it('keeps the library below its applications: nothing under engine/ or storage-adapters/ imports cli/ or integrations/', () => {
+    const upward = importsOf(under('engine', 'storage-adapters')).filter(([, to]) => under('cli', 'integrations')(to));
+    expect(upward).toEqual([]);
   });
 
   it('keeps stores at the bottom: nothing under storage-adapters/ imports engine/', () => {
