@@ -215,6 +215,21 @@ export const restored = [seq, (await restore(new FileStore({ dir: 'data' }), 's'
     expect(result).toBe('');
   });
 
+  it('runs the statefold bin npm linked: ls lists a stream written through the package', async () => {
+    await node(`
+import { SnapshotEngine, FileStore } from 'statefold';
+const engine = await SnapshotEngine.open({ store: new FileStore({ dir: './bin-data' }), stream: 'tenant/agent-7' });
+await engine.checkpoint({ step: 1 });
+await engine.close();
+console.log('null');
+`);
+    // Run as a shell would: the link npm made, through its #! line, with this test's node first on PATH.
+    const bin = path.join(consumer, 'node_modules', '.bin', 'statefold');
+    const env = { ...childEnv(), PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}` };
+    const { stdout } = await run(bin, ['ls', 'bin-data'], { cwd: consumer, env, timeout: 60_000 });
+    expect(stdout).toBe('tenant/agent-7\n');
+  });
+
   it('fails to import statefold/s3 with a message that names the missing peer dependency', async () => {
     const out = await node(`
 let out;
