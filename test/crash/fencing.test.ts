@@ -15,6 +15,7 @@ import {
 import { FaultStore } from 'statefold/testing';
 import { Rng, deepCopy } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Fencing: opening a stream claims it, and from then on the engine that had it can commit
@@ -68,7 +69,7 @@ async function expectOneHistory(store: Store, commits: Commit[], where: string):
     expect(other, `${where}: seq ${c.seq} resolved for ${other?.engine} and ${c.engine} (a fork)`).toBeUndefined();
     bySeq.set(c.seq, c);
   }
-  const entries = await listCheckpoints(store, STREAM);
+  const entries = verified(await listCheckpoints(store, STREAM));
   const listed = entries.map((c) => c.seq);
   expect(listed, `${where}: committed seqs are 1..n`).toEqual(listed.map((_, i) => i + 1));
   // A filler closes a seq that a fenced engine never committed: no caller made it, and it equals the seq before.
@@ -167,7 +168,9 @@ for (const { name, create } of engineStores) {
         });
         // B opened on the last checkpoint A committed, followed by the fillers B wrote to close the
         // seqs A never reached (when B's claim jumped ahead of A's back-to-back commits).
-        const fillers = (await listCheckpoints(inner, STREAM)).filter((c) => c.filler).map((c) => c.seq);
+        const fillers = verified(await listCheckpoints(inner, STREAM))
+          .filter((c) => c.filler)
+          .map((c) => c.seq);
         expect(
           fillers.every((seq) => seq > commits.length && seq <= b.seq),
           `seed ${seed}: fillers only after A's last commit`,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore } from 'statefold';
 import { FaultStore } from 'statefold/testing';
 import { firstDifference } from '../support/same.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Retention under crashes and concurrent readers: gc deletes behind the base of the oldest kept
@@ -40,7 +41,9 @@ describe('retention: gc cut short by a crash', () => {
     const original = new MemoryStore();
     const states = await writeStream(original, 14, 4);
     expect(
-      (await listCheckpoints(original, STREAM)).map((c) => c.kind).filter((k) => k === 'delta').length,
+      verified(await listCheckpoints(original, STREAM))
+        .map((c) => c.kind)
+        .filter((k) => k === 'delta').length,
     ).toBeGreaterThan(6);
     const counter = new FaultStore(await copyOf(original));
     const report = await gc(counter, STREAM, { keepLast: 2, minAgeMs: 0 });
@@ -78,7 +81,9 @@ describe('retention: gc cut short by a crash', () => {
     // listed. A later gc that keeps them by keepForMs cuts at their (missing) base: they stay.
     const store = new MemoryStore();
     const states = await writeStream(store, 14, 4);
-    const bases = (await listCheckpoints(store, STREAM)).filter((c) => c.kind === 'base').map((c) => c.seq);
+    const bases = verified(await listCheckpoints(store, STREAM))
+      .filter((c) => c.kind === 'base')
+      .map((c) => c.seq);
     const secondBase = bases[1]!;
     // Crash right after the delete of the second base's key.
     const faults = new FaultStore(store);

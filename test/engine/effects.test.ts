@@ -9,6 +9,7 @@ import {
   type Store,
 } from 'statefold';
 import { FaultStore } from 'statefold/testing';
+import { verified } from '../support/checkpoints.js';
 
 /** A payment service that honours idempotency keys and counts what it was asked and what it did. */
 class PaymentService {
@@ -197,7 +198,7 @@ describe('effects: ledger', () => {
     // The checks above ran: fn was called, once.
     expect(calls).toBe(1);
     await engine.close();
-    const list = await listCheckpoints(store, 'atomic');
+    const list = verified(await listCheckpoints(store, 'atomic'));
     expect(list.map((c) => c.effects.map((e) => `${e.token}:${e.status}`))).toEqual([[], ['x:pending'], ['x:done']]);
   });
 
@@ -243,7 +244,7 @@ describe('effects: ledger', () => {
     expect(engine.seq).toBe(3); // intent and outcome are checkpoints of their own
     expect(engine.meta).toEqual({ step: 17 });
     await engine.close();
-    expect((await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([
+    expect(verified(await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([
       { step: 17 },
       { step: 17 },
       { step: 17 },

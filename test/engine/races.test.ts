@@ -10,6 +10,7 @@ import {
   type Store,
 } from 'statefold';
 import { HookStore, holdOnce, latch, type StoreOp } from '../support/hook-store.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Opens, forks and deletes racing a writer whose retention deletes behind it, step by step: each
@@ -305,7 +306,7 @@ describe('races: taking over a writer much faster than the claim', () => {
     expect(await busy.done).toBe(true);
     const mine = await fresh.checkpoint({ n: 'new' });
     await fresh.close();
-    const entries = await listCheckpoints(inner, 's');
+    const entries = verified(await listCheckpoints(inner, 's'));
     expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));
     expect(entries[entries.length - 1]!.seq).toBe(mine.seq);
     for (const [seq, n] of busy.acked) expect((await restore(inner, 's', { seq })).state).toEqual({ n });

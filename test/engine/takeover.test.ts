@@ -3,6 +3,7 @@ import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo, type Sto
 import { HookStore } from '../support/hook-store.js';
 import { mulberry32 } from '../support/prng.mjs';
 import { engineStores } from '../support/stores.js';
+import { verified } from '../support/checkpoints.js';
 
 /** Every operation waits a seeded random 0-`maxMs` ms first, as a remote store's round trips do. */
 class SlowStore extends HookStore {
@@ -61,7 +62,7 @@ for (const { name, create } of engineStores) {
 
         const mine = await fresh.checkpoint({ by: 'new', n: 0 });
         expect(mine.seq).toBe(fresh.seq);
-        const entries = await listCheckpoints(inner, stream);
+        const entries = verified(await listCheckpoints(inner, stream));
         expect(
           entries.map((e) => e.seq),
           `seed ${seed}: seqs are contiguous`,
