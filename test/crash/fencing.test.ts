@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -150,7 +151,7 @@ for (const { name, create } of engineStores) {
           promise.catch(() => undefined);
           calls.push({ state: deepCopy(s), promise });
         }
-        await new Promise((res) => setTimeout(res, r.int(6)));
+        await sleep(r.int(6));
         const b = await SnapshotEngine.open<State>({ store: inner, stream: STREAM });
         const settled = await Promise.allSettled(calls.map((c) => c.promise));
         const commits: Commit[] = [];
@@ -205,7 +206,7 @@ for (const { name, create } of engineStores) {
         const commits: Commit[] = [];
         const errors: string[] = [];
         const agent = async (id: string): Promise<void> => {
-          await new Promise((res) => setTimeout(res, r.int(8)));
+          await sleep(r.int(8));
           let engine: SnapshotEngine<State>;
           try {
             engine = await SnapshotEngine.open<State>({ store, stream: STREAM, policy: { baseEvery: 1 + r.int(4) } });
@@ -228,7 +229,7 @@ for (const { name, create } of engineStores) {
               fenced++;
               return;
             }
-            if (r.chance(0.3)) await new Promise((res) => setTimeout(res, r.int(3)));
+            if (r.chance(0.3)) await sleep(r.int(3));
           }
         };
         await Promise.all(Array.from({ length: 2 + r.int(5) }, (_, i) => agent(`E${i}`)));

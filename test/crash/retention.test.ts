@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore } from 'statefold';
 import { FaultStore } from 'statefold/testing';
@@ -164,7 +165,7 @@ describe('retention: readers while a writer deletes behind itself', () => {
     // Write until the readers have done enough restores (bounded), pausing now and then so they keep up.
     for (let i = 1; i <= 5_000 && restores + errors.length < 60; i++) {
       await writer.checkpoint({ noise, i });
-      if (i % 2 === 0) await new Promise((r) => setTimeout(r, 1));
+      if (i % 2 === 0) await sleep(1);
     }
     stop = true;
     await Promise.all(readers);

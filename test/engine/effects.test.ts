@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
   MemoryStore,
@@ -225,7 +226,7 @@ describe('effects: ledger', () => {
     await engine.checkpoint({});
     for (const t of ['a', 'b', 'c', 'd']) await engine.effect(t, async () => t);
     // Expiry runs at most once a second, at a checkpoint.
-    await new Promise((r) => setTimeout(r, 1100));
+    await sleep(1100);
     await engine.checkpoint({});
     expect(engine.effects.map((e) => e.token).sort()).toEqual(['c', 'd']);
     await engine.close();

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo, type Store } from 'statefold';
 import { HookStore } from '../support/hook-store.js';
@@ -19,7 +20,7 @@ class SlowStore extends HookStore {
   }
   protected override before(): Promise<void> {
     this.ops++;
-    return new Promise((r) => setTimeout(r, Math.floor(this.#random() * (this.maxMs + 1))));
+    return sleep(Math.floor(this.#random() * (this.maxMs + 1)));
   }
 }
 
@@ -50,7 +51,7 @@ for (const { name, create } of engineStores) {
           }
           await Promise.allSettled([...inFlight]);
         })();
-        for (let i = 0; i < 10_000 && acked.size < 5; i++) await new Promise((r) => setTimeout(r, 1));
+        for (let i = 0; i < 10_000 && acked.size < 5; i++) await sleep(1);
         expect(acked.size, `seed ${seed}: the old writer got going`).toBeGreaterThanOrEqual(5);
 
         const before = store.ops;
