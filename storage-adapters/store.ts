@@ -35,10 +35,11 @@ export interface Store {
   /** Deletes the object at `key`; resolves quietly when there is none. */
   delete(key: string, options?: StoreOptions): Promise<void>;
   /**
-   * Optional: removes what the store keeps under `prefix` besides keys (temp files of writes that
-   * crashed, empty directories). `deleteStream` calls it once every key under `prefix` is deleted.
+   * Removes what the store keeps under `prefix` besides keys (temp files of writes that crashed,
+   * empty directories), never a key. `deleteStream` calls it once every key under `prefix` is
+   * deleted. A store that keeps nothing but its keys resolves at once (after checking `signal`).
    */
-  removeLeftovers?(prefix: string, options?: StoreOptions): Promise<void>;
+  removeLeftovers(prefix: string, options?: StoreOptions): Promise<void>;
 }
 
 /** Options every store operation takes. */

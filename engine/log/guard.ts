@@ -57,6 +57,16 @@ export function guardStore(store: Store, timeoutMs: number): Store {
         () => true,
         'nothing',
       ),
+    removeLeftovers: (prefix: string, options?: StoreOptions) =>
+      guarded(
+        'removeLeftovers',
+        prefix,
+        options,
+        timeoutMs,
+        () => store.removeLeftovers(prefix, options),
+        () => true,
+        'nothing',
+      ),
   };
 }
 

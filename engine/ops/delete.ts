@@ -69,7 +69,6 @@ export async function deleteStream(
   const keys = new StreamKeys(stream);
   // Every option checked before the first delete (a bad onProgress once threw after one).
   options = assertOptions(options, 'deleteStream', keys.stream);
-  const inner = store;
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'deleteStream'));
   const signal = options.signal;
   const opt = signal ? { signal } : undefined;
@@ -133,7 +132,7 @@ export async function deleteStream(
   // Whatever the store keeps for those keys besides them (temp files, empty directories), unless
   // an engine opened meanwhile has started the stream anew.
   const left = await allKeys(store, keys.root, signal);
-  if (left.every((k) => tombstone.has(k))) await inner.removeLeftovers?.(keys.root, opt);
+  if (left.every((k) => tombstone.has(k))) await store.removeLeftovers(keys.root, opt);
   return { deletedKeys };
 }
 

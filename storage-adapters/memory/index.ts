@@ -63,6 +63,11 @@ export class MemoryStore implements Store {
     this.#objects.delete(key);
   }
 
+  /** Nothing to remove: a MemoryStore holds its keys and nothing else (no temp files, no directories). */
+  async removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    throwIfAborted('removeLeftovers', prefix, options?.signal);
+  }
+
   /** Number of objects held (for tests and benchmarks). */
   get size(): number {
     return this.#objects.size;

@@ -267,6 +267,16 @@ export class S3Store implements Store {
     });
   }
 
+  /**
+   * Nothing to remove: a bucket holds objects, which are keys, and no directories. A multipart
+   * upload that fails is aborted by putIfAbsent; one whose creation answer was lost, or that a
+   * crashed process left, is the bucket lifecycle rule's (see above): listing and aborting
+   * uploads here could abort one that another writer has in flight.
+   */
+  async removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    throwIfAborted('removeLeftovers', prefix, options?.signal);
+  }
+
   /** Closes the client's connections when the store built the client; a client you passed is left alone. */
   destroy(): void {
     if (this.#ownsClient) this.client.destroy();

@@ -200,6 +200,35 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
       });
     });
 
+    // deleteStream calls removeLeftovers once a stream's keys are deleted; it must never take a key.
+    describe('removeLeftovers', () => {
+      const keys = ['lo/a', 'lo/b/c', 'lo/b/d/e', 'lo2/f', 'l/g'];
+
+      it('removes no key, under the prefix or beside it', async () => {
+        const store = await create();
+        for (const key of keys) await store.putIfAbsent(key, bytes(key));
+        await store.removeLeftovers('lo/');
+        expect(await store.list('l')).toEqual([...keys].sort());
+        for (const key of keys) expect(Buffer.from((await store.get(key))!).toString(), key).toBe(key);
+      });
+
+      it('leaves a prefix whose keys were all deleted empty, and writable again', async () => {
+        const store = await create();
+        for (const key of keys) await store.putIfAbsent(key, bytes(key));
+        for (const key of keys.filter((k) => k.startsWith('lo/'))) await store.delete(key);
+        await store.removeLeftovers('lo/');
+        expect(await store.list('lo/')).toEqual([]);
+        expect(await store.list('l')).toEqual(['l/g', 'lo2/f']);
+        expect(await store.putIfAbsent('lo/b/d/e', bytes('again'))).toBe(true);
+        expect(Buffer.from((await store.get('lo/b/d/e'))!).toString()).toBe('again');
+      });
+
+      it('resolves for a prefix that was never written', async () => {
+        const store = await create();
+        await expect(store.removeLeftovers('never/')).resolves.toBeUndefined();
+      });
+    });
+
     describe('failures', () => {
       it.skipIf(init.createFailing === undefined)(
         'rejects every operation with STORAGE naming the operation and key, with a cause, when storage fails',
@@ -238,6 +267,7 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
           ['putIfAbsent', () => store.putIfAbsent('abort/new', bytes('x'), { signal })],
           ['list', () => store.list('abort/', { signal })],
           ['delete', () => store.delete('abort/there', { signal })],
+          ['removeLeftovers', () => store.removeLeftovers('abort/', { signal })],
         ];
         for (const [op, call] of calls) {
           const err = await outcome(call);

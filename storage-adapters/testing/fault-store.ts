@@ -145,6 +145,10 @@ export class FaultStore implements Store {
     return this.#run('delete', key, () => this.inner.delete(key, options));
   }
 
+  removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    return this.#run('removeLeftovers', prefix, () => this.inner.removeLeftovers(prefix, options));
+  }
+
   async #run<T>(op: StoreOp, key: string, perform: () => Promise<T>): Promise<T> {
     const index = this.#count++;
     const record: OpRecord = { index, op, key, reached: false, outcome: 'pending' };

@@ -1,7 +1,7 @@
 /** The vocabulary of FaultStore: which operations a fault matches, what it does, and what the store records. */
 
 /** The operations of a Store. */
-export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete';
+export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete' | 'removeLeftovers';
 
 /** Which operations a fault applies to; every field given must match. */
 export interface FaultMatch {
@@ -9,7 +9,7 @@ export interface FaultMatch {
   at?: number;
   /** Only operations of this kind (or kinds). */
   op?: StoreOp | readonly StoreOp[];
-  /** Only this key (for `list`: the prefix), keys matching this pattern, or keys this function accepts. */
+  /** Only this key (for `list` and `removeLeftovers`: the prefix), keys matching this pattern, or keys this function accepts. */
   key?: string | RegExp | ((key: string) => boolean);
   /** Only the nth operation (0-based) among those the other fields match. */
   nth?: number;

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -295,7 +296,7 @@ describe('file store: emptied shards', () => {
 /** A directory fsync that takes a while and records when each one finished. */
 function slowSync(synced: string[]): (dir: string) => Promise<void> {
   return async (dir) => {
-    await new Promise((r) => setTimeout(r, 15));
+    await sleep(15);
     await syncDir(dir);
     synced.push(dir);
   };
@@ -394,7 +395,7 @@ describe('file store: directories', () => {
         let settled = false;
         const created = again.putIfAbsent('old/k', Uint8Array.of(2)).finally(() => (settled = true));
         await vi.waitFor(() => expect(found).toHaveBeenCalledWith(path.join(dir, 'old')));
-        await new Promise((r) => setTimeout(r, 30));
+        await sleep(30);
         expect(settled).toBe(false);
         release();
         expect(await created).toBe(true);
@@ -416,7 +417,7 @@ describe('file store: directories', () => {
     const deleting = shards.delete(shard, (mayRemove) => new Promise<boolean>((r) => (finish = () => r(mayRemove))));
     let waited = false;
     const waiting = shards.removals(shard).then(() => (waited = true));
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     expect(waited).toBe(false);
     finish();
     expect(await deleting).toBe(true);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -15,6 +16,7 @@ import {
 import { FaultStore } from 'statefold/testing';
 import { Rng, deepCopy } from '../support/random-states.js';
 import { firstDifference } from '../support/same.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Fencing: opening a stream claims it, and from then on the engine that had it can commit
@@ -68,7 +70,7 @@ async function expectOneHistory(store: Store, commits: Commit[], where: string):
     expect(other, `${where}: seq ${c.seq} resolved for ${other?.engine} and ${c.engine} (a fork)`).toBeUndefined();
     bySeq.set(c.seq, c);
   }
-  const entries = await listCheckpoints(store, STREAM);
+  const entries = verified(await listCheckpoints(store, STREAM));
   const listed = entries.map((c) => c.seq);
   expect(listed, `${where}: committed seqs are 1..n`).toEqual(listed.map((_, i) => i + 1));
   // A filler closes a seq that a fenced engine never committed: no caller made it, and it equals the seq before.
@@ -149,7 +151,7 @@ for (const { name, create } of engineStores) {
           promise.catch(() => undefined);
           calls.push({ state: deepCopy(s), promise });
         }
-        await new Promise((res) => setTimeout(res, r.int(6)));
+        await sleep(r.int(6));
         const b = await SnapshotEngine.open<State>({ store: inner, stream: STREAM });
         const settled = await Promise.allSettled(calls.map((c) => c.promise));
         const commits: Commit[] = [];
@@ -167,7 +169,9 @@ for (const { name, create } of engineStores) {
         });
         // B opened on the last checkpoint A committed, followed by the fillers B wrote to close the
         // seqs A never reached (when B's claim jumped ahead of A's back-to-back commits).
-        const fillers = (await listCheckpoints(inner, STREAM)).filter((c) => c.filler).map((c) => c.seq);
+        const fillers = verified(await listCheckpoints(inner, STREAM))
+          .filter((c) => c.filler)
+          .map((c) => c.seq);
         expect(
           fillers.every((seq) => seq > commits.length && seq <= b.seq),
           `seed ${seed}: fillers only after A's last commit`,
@@ -202,7 +206,7 @@ for (const { name, create } of engineStores) {
         const commits: Commit[] = [];
         const errors: string[] = [];
         const agent = async (id: string): Promise<void> => {
-          await new Promise((res) => setTimeout(res, r.int(8)));
+          await sleep(r.int(8));
           let engine: SnapshotEngine<State>;
           try {
             engine = await SnapshotEngine.open<State>({ store, stream: STREAM, policy: { baseEvery: 1 + r.int(4) } });
@@ -225,7 +229,7 @@ for (const { name, create } of engineStores) {
               fenced++;
               return;
             }
-            if (r.chance(0.3)) await new Promise((res) => setTimeout(res, r.int(3)));
+            if (r.chance(0.3)) await sleep(r.int(3));
           }
         };
         await Promise.all(Array.from({ length: 2 + r.int(5) }, (_, i) => agent(`E${i}`)));

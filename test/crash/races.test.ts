@@ -269,7 +269,7 @@ async function race(seed: number): Promise<{ run: Run; failures: string[] }> {
   const after = await listCheckpoints(inner, STREAM);
   if (process.env.RACE_TRACE)
     console.log(
-      `final: ${after.map((e) => `${e.seq}${e.filler ? 'f' : ''}:${e.damaged ? '!' : JSON.stringify(bySeq.get(e.seq)?.map((a) => a.state.by + a.state.n + '/' + a.life))}`).join(' ')} last=${lastInfo.seq} life=${life}`,
+      `final: ${after.map((e) => `${e.seq}${!e.damaged && e.filler ? 'f' : ''}:${e.damaged ? '!' : JSON.stringify(bySeq.get(e.seq)?.map((a) => a.state.by + a.state.n + '/' + a.life))}`).join(' ')} last=${lastInfo.seq} life=${life}`,
     );
   const seqs = after.map((e) => e.seq);
   if (seqs.some((s, i) => s !== seqs[0]! + i)) failures.push(`seqs not contiguous: ${seqs.join(',')}`);

@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore } from 'statefold';
 import { FaultStore } from 'statefold/testing';
 import { firstDifference } from '../support/same.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Retention under crashes and concurrent readers: gc deletes behind the base of the oldest kept
@@ -40,7 +42,9 @@ describe('retention: gc cut short by a crash', () => {
     const original = new MemoryStore();
     const states = await writeStream(original, 14, 4);
     expect(
-      (await listCheckpoints(original, STREAM)).map((c) => c.kind).filter((k) => k === 'delta').length,
+      verified(await listCheckpoints(original, STREAM))
+        .map((c) => c.kind)
+        .filter((k) => k === 'delta').length,
     ).toBeGreaterThan(6);
     const counter = new FaultStore(await copyOf(original));
     const report = await gc(counter, STREAM, { keepLast: 2, minAgeMs: 0 });
@@ -78,7 +82,9 @@ describe('retention: gc cut short by a crash', () => {
     // listed. A later gc that keeps them by keepForMs cuts at their (missing) base: they stay.
     const store = new MemoryStore();
     const states = await writeStream(store, 14, 4);
-    const bases = (await listCheckpoints(store, STREAM)).filter((c) => c.kind === 'base').map((c) => c.seq);
+    const bases = verified(await listCheckpoints(store, STREAM))
+      .filter((c) => c.kind === 'base')
+      .map((c) => c.seq);
     const secondBase = bases[1]!;
     // Crash right after the delete of the second base's key.
     const faults = new FaultStore(store);
@@ -159,7 +165,7 @@ describe('retention: readers while a writer deletes behind itself', () => {
     // Write until the readers have done enough restores (bounded), pausing now and then so they keep up.
     for (let i = 1; i <= 5_000 && restores + errors.length < 60; i++) {
       await writer.checkpoint({ noise, i });
-      if (i % 2 === 0) await new Promise((r) => setTimeout(r, 1));
+      if (i % 2 === 0) await sleep(1);
     }
     stop = true;
     await Promise.all(readers);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
   MemoryStore,
@@ -9,6 +10,7 @@ import {
   type Store,
 } from 'statefold';
 import { FaultStore } from 'statefold/testing';
+import { verified } from '../support/checkpoints.js';
 
 /** A payment service that honours idempotency keys and counts what it was asked and what it did. */
 class PaymentService {
@@ -197,7 +199,7 @@ describe('effects: ledger', () => {
     // The checks above ran: fn was called, once.
     expect(calls).toBe(1);
     await engine.close();
-    const list = await listCheckpoints(store, 'atomic');
+    const list = verified(await listCheckpoints(store, 'atomic'));
     expect(list.map((c) => c.effects.map((e) => `${e.token}:${e.status}`))).toEqual([[], ['x:pending'], ['x:done']]);
   });
 
@@ -224,7 +226,7 @@ describe('effects: ledger', () => {
     await engine.checkpoint({});
     for (const t of ['a', 'b', 'c', 'd']) await engine.effect(t, async () => t);
     // Expiry runs at most once a second, at a checkpoint.
-    await new Promise((r) => setTimeout(r, 1100));
+    await sleep(1100);
     await engine.checkpoint({});
     expect(engine.effects.map((e) => e.token).sort()).toEqual(['c', 'd']);
     await engine.close();
@@ -243,7 +245,7 @@ describe('effects: ledger', () => {
     expect(engine.seq).toBe(3); // intent and outcome are checkpoints of their own
     expect(engine.meta).toEqual({ step: 17 });
     await engine.close();
-    expect((await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([
+    expect(verified(await listCheckpoints(store, 'meta-fx')).map((c) => c.meta)).toEqual([
       { step: 17 },
       { step: 17 },
       { step: 17 },

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, listCheckpoints, restore, type CheckpointInfo } from 'statefold';
 import { mulberry32 } from '../support/prng.mjs';
 import { engineStores } from '../support/stores.js';
+import { verified } from '../support/checkpoints.js';
 
 for (const { name, create } of engineStores) {
   describe(`engine on the ${name} store: checkpoint and restore`, () => {
@@ -52,7 +53,7 @@ for (const { name, create } of engineStores) {
         kinds.push((await engine.checkpoint(state)).kind);
       }
       expect(kinds).toEqual(['base', 'delta', 'delta', 'delta', 'base', 'delta', 'delta', 'delta', 'base', 'delta']);
-      const list = await listCheckpoints(store, 'cadence');
+      const list = verified(await listCheckpoints(store, 'cadence'));
       expect(list.map((c) => c.kind)).toEqual(kinds);
       expect(list.map((c) => c.base)).toEqual([1, 1, 1, 1, 5, 5, 5, 5, 9, 9]);
       await engine.close();
@@ -145,7 +146,7 @@ for (const { name, create } of engineStores) {
       for (let i = 0; i < 5; i++)
         infos.push(await engine.checkpoint({ i, pad: 'p'.repeat(500) }, { meta: { step: i, tags: ['a'] } }));
       await engine.close();
-      const list = await listCheckpoints(store, 'history');
+      const list = verified(await listCheckpoints(store, 'history'));
       expect(list.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5]);
       for (let i = 0; i < 5; i++) {
         expect(list[i]).toMatchObject({

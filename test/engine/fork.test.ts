@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -104,8 +105,7 @@ describe('forkStream', () => {
       return 'late';
     });
     // Wait (bounded) until the intent's checkpoint has committed.
-    for (let i = 0; i < 100 && (await restore(store, 'crashing')).effects.length === 0; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && (await restore(store, 'crashing')).effects.length === 0; i++) await sleep(10);
     expect((await restore(store, 'crashing')).effects.map((e) => e.status)).toEqual(['pending']);
     await forkStream(store, 'crashing', 'crashing/fork');
     const fork = await SnapshotEngine.open({ store, stream: 'crashing/fork' });

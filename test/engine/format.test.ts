@@ -15,6 +15,7 @@ import { V1_SEQS, V1_STREAM, v1Meta, v1State } from '../fixtures/v1-states.mjs';
 import { checkpointKey, forgeFrame, frameChecksum } from '../support/forge-frame.js';
 import { firstDifference } from '../support/same.js';
 import { tempDir } from '../support/stores.js';
+import { verified } from '../support/checkpoints.js';
 
 const fixtureDir = fileURLToPath(new URL('../fixtures/v1', import.meta.url));
 
@@ -28,7 +29,7 @@ describe('format v1: the committed fixture', () => {
       expect(firstDifference(r.state, v1State(seq)), `seq ${seq}`).toBeUndefined();
       expect(r.meta).toEqual(v1Meta(seq));
     }
-    const list = await listCheckpoints(store, V1_STREAM);
+    const list = verified(await listCheckpoints(store, V1_STREAM));
     expect(list.map((c) => c.kind)).toEqual(['base', 'delta', 'delta', 'delta', 'base', 'delta', 'delta']);
     // A new engine continues the old stream.
     const engine = await SnapshotEngine.open({ store, stream: V1_STREAM });
@@ -139,7 +140,7 @@ describe('damage: every object is verified when read', () => {
       policy: { baseEvery: 3, maxDeltaRatio: Infinity },
     });
     for (let i = 1; i <= 3; i++) await engine.checkpoint({ i, text: 'different' });
-    const key2 = (await listCheckpoints(twin, 'dmg'))[1]!;
+    const key2 = verified(await listCheckpoints(twin, 'dmg'))[1]!;
     await engine.close();
     expect(key2.kind).toBe('delta');
     await replace(store, keyOf(2), (await twin.get(keyOf(2)))!);
@@ -189,7 +190,7 @@ describe('forged frames: objects written from the format spec, not by statefold'
       [1, '/a/b/0'],
     ]);
     expect(await store.putIfAbsent(checkpointKey('forged', 2), delta)).toBe(true);
-    expect((await listCheckpoints(store, 'forged')).map((c) => [c.seq, c.kind])).toEqual([
+    expect(verified(await listCheckpoints(store, 'forged')).map((c) => [c.seq, c.kind])).toEqual([
       [1, 'base'],
       [2, 'delta'],
     ]);

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, listCheckpoints, restore } from 'statefold';
 import { firstDifference } from '../support/same.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Seeded property tests: random states changed by random steps, checkpoints at random points,
@@ -206,7 +207,7 @@ async function runScenario(
     const got = await restore(store, 'prop', { seq: s });
     expect(firstDifference(got.state, want), `seq ${s}`).toBeUndefined();
   }
-  const list = await listCheckpoints(store, 'prop');
+  const list = verified(await listCheckpoints(store, 'prop'));
   expect(list.map((c) => c.seq)).toEqual([...expected.keys()]);
   // Every chain is at most baseEvery long.
   for (const c of list) expect(c.seq - c.base).toBeLessThan(baseEvery);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import {
   MemoryStore,
@@ -10,6 +11,7 @@ import {
   type Store,
 } from 'statefold';
 import { HookStore, holdOnce, latch, type StoreOp } from '../support/hook-store.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Opens, forks and deletes racing a writer whose retention deletes behind it, step by step: each
@@ -185,8 +187,7 @@ describe('races: two forks to one target', () => {
       const src = await SnapshotEngine.open({ store: inner, stream: 'src' });
       await src.checkpoint({ n: 1 });
       await src.close();
-      const jitter = (): Store =>
-        new HookStore(inner, () => new Promise<void>((r) => setTimeout(r, Math.random() * 3)));
+      const jitter = (): Store => new HookStore(inner, () => sleep(Math.random() * 3));
       const results = await Promise.allSettled([
         forkStream(jitter(), 'src', 'dst'),
         forkStream(jitter(), 'src', 'dst'),
@@ -297,15 +298,15 @@ describe('races: taking over a writer much faster than the claim', () => {
 
   it('an open whose every store call takes 30x the writer’s converges, fences it and keeps every acknowledged seq', async () => {
     const inner = new MemoryStore();
-    const delay = (ms: number) => () => new Promise<void>((r) => setTimeout(r, ms));
+    const delay = (ms: number) => () => sleep(ms);
     const writer = await SnapshotEngine.open({ store: new HookStore(inner, delay(1)), stream: 's' });
     const busy = busyWriter(writer);
-    while (busy.acked.size < 20) await new Promise((r) => setTimeout(r, 5));
+    while (busy.acked.size < 20) await sleep(5);
     const fresh = await SnapshotEngine.open({ store: new HookStore(inner, delay(30)), stream: 's' });
     expect(await busy.done).toBe(true);
     const mine = await fresh.checkpoint({ n: 'new' });
     await fresh.close();
-    const entries = await listCheckpoints(inner, 's');
+    const entries = verified(await listCheckpoints(inner, 's'));
     expect(entries.map((e) => e.seq)).toEqual(entries.map((_, i) => i + 1));
     expect(entries[entries.length - 1]!.seq).toBe(mine.seq);
     for (const [seq, n] of busy.acked) expect((await restore(inner, 's', { seq })).state).toEqual({ n });

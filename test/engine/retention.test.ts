@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, gc, listCheckpoints, restore, type Store } from 'statefold';
+import { verified } from '../support/checkpoints.js';
 
 async function stream(store: Store, n: number, baseEvery: number, name = 'ret'): Promise<Map<number, unknown>> {
   const engine = await SnapshotEngine.open({ store, stream: name, policy: { baseEvery, maxDeltaRatio: Infinity } });
@@ -38,7 +39,7 @@ describe('retention: gc deletes only behind a retained base', () => {
   it('keeps checkpoints younger than keepForMs, and by count those older', async () => {
     const store = new MemoryStore();
     await stream(store, 10, 3);
-    const list = await listCheckpoints(store, 'ret');
+    const list = verified(await listCheckpoints(store, 'ret'));
     const newest = list[list.length - 1]!.createdAt;
     // Everything was captured within the last hour: nothing goes.
     expect(
@@ -87,7 +88,7 @@ describe('retention: gc deletes only behind a retained base', () => {
     await stream(store, 12, 3);
     // Written just now: with the default grace nothing may go, whatever keepLast says.
     expect((await gc(store, 'ret', { keepLast: 1 })).deleted).toEqual([]);
-    const list = await listCheckpoints(store, 'ret');
+    const list = verified(await listCheckpoints(store, 'ret'));
     // 30 s after the last one: only what keepLast holds (seq 12, whose base is 10).
     const later = list[list.length - 1]!.createdAt + 30_001;
     expect(await gc(store, 'ret', { keepLast: 1 }, { now: later })).toMatchObject({ oldestRetained: 10 });
@@ -107,10 +108,10 @@ describe('restore with skipDamaged: the newest intact checkpoint before the dama
   it('restores the checkpoint before a damaged delta and reports what it skipped', async () => {
     const store = new MemoryStore();
     const states = await stream(store, 10, 4);
-    const list = await listCheckpoints(store, 'ret');
+    const list = verified(await listCheckpoints(store, 'ret'));
     const key7 = (await store.list('')).find((k) => k.endsWith('0000000000000007'))!;
     const bad = Buffer.from((await store.get(key7))!);
-    bad[bad.length - 10] ^= 0xff;
+    bad[bad.length - 10]! ^= 0xff;
     await store.delete(key7);
     await store.putIfAbsent(key7, bad);
     // Bases at 1, 5, 9: seq 8's chain holds the damaged 7, seq 10's does not.

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -148,7 +149,7 @@ describe('review: a hint that lands after deleteStream', () => {
     await deleteStream(inner, 's');
     expect(await inner.list('s.s/')).toHaveLength(3); // its tombstone: a floor and two fences
     late.open(); // the late write lands
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     // A deleted stream reads as nothing (NOT_FOUND), opens as new, and deletes again.
     const r = await settle(restore(inner, 's'));
     const o = await settle(SnapshotEngine.open({ store: inner, stream: 's' }));
@@ -234,7 +235,7 @@ class Conflicting409 extends HookStore {
     const p = new Promise<void>((r) => (arrived = r));
     const me = { conflict: false, arrived };
     this.#pending.set(key, me);
-    await Promise.race([p, new Promise((r) => setTimeout(r, 200))]);
+    await Promise.race([p, sleep(200)]);
     this.#pending.delete(key);
     if (me.conflict) return false; // 409 for this one too: neither landed
     return this.inner.putIfAbsent(key, body);

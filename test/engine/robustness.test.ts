@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, gc, listCheckpoints, restore, type Store } from 'statefold';
 import { HookStore } from '../support/hook-store.js';
@@ -396,7 +397,7 @@ describe('errors: one boundary for capture and for store calls', () => {
     process.on('warning', onWarning);
     try {
       const inner = new MemoryStore();
-      const slow = new HookStore(inner, () => new Promise<void>((r) => setTimeout(r, 25)));
+      const slow = new HookStore(inner, () => sleep(25));
       const storeTimeoutMs = 30 * 24 * 3600 * 1000;
       const engine = await SnapshotEngine.open({ store: slow, stream: 'month', storeTimeoutMs });
       await engine.checkpoint({ a: 1 });

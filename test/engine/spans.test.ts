@@ -13,6 +13,7 @@ import { flipByte } from '../support/damage.js';
 import { checkpointKey } from '../support/forge-frame.js';
 import { HookStore, type StoreOp } from '../support/hook-store.js';
 import { firstDifference } from '../support/same.js';
+import { verified } from '../support/checkpoints.js';
 
 /**
  * Span deltas (policy.spanEvery): every k-th delta after a base also carries the operations of the
@@ -94,7 +95,7 @@ describe('span deltas', () => {
       }
       await engine.close();
       await expectEverySeq(store, seen);
-      const list = await listCheckpoints(store, STREAM);
+      const list = verified(await listCheckpoints(store, STREAM));
       expect(list.filter((c) => c.kind === 'base').map((c) => c.seq)).toEqual([1]);
       const counter = new GetCounter(store);
       for (const seq of [1, 2, 4, 5, 6, 9, 23, 40, 41]) {
@@ -133,7 +134,7 @@ describe('span deltas', () => {
     expect(sc.frames).toBe(1 + 12 + 4);
     // The price: each delta's operations stored about twice.
     const bytes = async (s: Store): Promise<number> =>
-      (await listCheckpoints(s, STREAM)).reduce((n, c) => n + c.bytes, 0);
+      verified(await listCheckpoints(s, STREAM)).reduce((n, c) => n + c.bytes, 0);
     const [pb, sb] = [await bytes(plain), await bytes(spanned)];
     expect(sb).toBeGreaterThan(pb);
     expect(sb).toBeLessThan(pb * 2.5);
@@ -211,7 +212,9 @@ describe('span deltas', () => {
     const fresh = await SnapshotEngine.open<S>({ store: racing, stream: STREAM, policy });
     expect(raced).toBe(true);
     expect(fresh.seq).toBe(7);
-    const fillers = (await listCheckpoints(store, STREAM)).filter((c) => c.filler).map((c) => c.seq);
+    const fillers = verified(await listCheckpoints(store, STREAM))
+      .filter((c) => c.filler)
+      .map((c) => c.seq);
     expect(fillers).toEqual([5, 6, 7]);
     for (const seq of fillers) seen.set(seq, structuredClone(seen.get(4)!));
     await write(fresh, 3, 8, seen); // 8, then 9: a span delta from the filler at 5

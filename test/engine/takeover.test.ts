@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { SnapshotEngine, listCheckpoints, restore, type CheckpointInfo, type Store } from 'statefold';
 import { HookStore } from '../support/hook-store.js';
 import { mulberry32 } from '../support/prng.mjs';
 import { engineStores } from '../support/stores.js';
+import { verified } from '../support/checkpoints.js';
 
 /** Every operation waits a seeded random 0-`maxMs` ms first, as a remote store's round trips do. */
 class SlowStore extends HookStore {
@@ -18,7 +20,7 @@ class SlowStore extends HookStore {
   }
   protected override before(): Promise<void> {
     this.ops++;
-    return new Promise((r) => setTimeout(r, Math.floor(this.#random() * (this.maxMs + 1))));
+    return sleep(Math.floor(this.#random() * (this.maxMs + 1)));
   }
 }
 
@@ -49,7 +51,7 @@ for (const { name, create } of engineStores) {
           }
           await Promise.allSettled([...inFlight]);
         })();
-        for (let i = 0; i < 10_000 && acked.size < 5; i++) await new Promise((r) => setTimeout(r, 1));
+        for (let i = 0; i < 10_000 && acked.size < 5; i++) await sleep(1);
         expect(acked.size, `seed ${seed}: the old writer got going`).toBeGreaterThanOrEqual(5);
 
         const before = store.ops;
@@ -61,7 +63,7 @@ for (const { name, create } of engineStores) {
 
         const mine = await fresh.checkpoint({ by: 'new', n: 0 });
         expect(mine.seq).toBe(fresh.seq);
-        const entries = await listCheckpoints(inner, stream);
+        const entries = verified(await listCheckpoints(inner, stream));
         expect(
           entries.map((e) => e.seq),
           `seed ${seed}: seqs are contiguous`,

@@ -17,6 +17,7 @@ import { HookStore } from '../support/hook-store.js';
 import { listAll, removePrefix } from '../support/s3-cleanup.js';
 import { s3Client, s3Store, s3TestEnv, type S3TestEnv } from '../support/s3-env.js';
 import { mulberry32 } from '../support/prng.mjs';
+import { verified } from '../support/checkpoints.js';
 
 // The engine end to end on a real S3-compatible server (Ceph RGW in CI, MinIO with `npm run test:minio`).
 const env = s3TestEnv();
@@ -133,7 +134,7 @@ function defineSuite(env: S3TestEnv): void {
       expect(latest.meta).toEqual({ step: 6 });
       for (const seq of [1, 3, 5])
         expect((await restore<AgentState>(other, 'agent-42', { seq })).state).toEqual(states[seq - 1]);
-      const list = await listCheckpoints(other, 'agent-42');
+      const list = verified(await listCheckpoints(other, 'agent-42'));
       expect(list.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5, 6]);
       expect(list.map((c) => c.meta)).toEqual(states.map((st) => ({ step: st.step })));
       expect(list[0]!.kind).toBe('base');
@@ -240,7 +241,7 @@ function defineSuite(env: S3TestEnv): void {
       for (const info of infos) expect(info.seq - info.base, `seed ${seed}`).toBeLessThan(32);
 
       const reader = store(prefix);
-      const list = await listCheckpoints(reader, 'agent-42');
+      const list = verified(await listCheckpoints(reader, 'agent-42'));
       expect(list).toHaveLength(2_000);
       expect(list.filter((c) => c.kind === 'base').length).toBeGreaterThanOrEqual(2_000 / 32);
 

@@ -116,7 +116,7 @@ describe('StatefoldSaver under a real LangGraph graph', () => {
     for await (const s of graph.getStateHistory(config)) history.push(s);
     const beforePay = history.find((s) => s.next.includes('pay'))!;
     const replay = await graph.invoke(null, beforePay.config);
-    expect(replay.messages.at(-1).content).toBe('paid ch_1');
+    expect(replay.messages.at(-1)?.content).toBe('paid ch_1');
     // A new saver (a restarted process) finds the ledger in the store.
     const restarted = new StatefoldSaver({ store: saver.store });
     expect(await restarted.effect(config, 'charge:order-7', () => ({ id: 'never', amount: 0 }))).toEqual({

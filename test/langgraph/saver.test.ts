@@ -12,9 +12,10 @@ import { cfg, checkpointOf, thread } from '../support/langgraph-saver.js';
 
 /** A store that counts the operations that reach it. */
 function counting(inner: Store = new MemoryStore()): { store: Store; count: Record<StoreOp, number>; reset(): void } {
-  const count = { get: 0, putIfAbsent: 0, list: 0, delete: 0 };
+  const zero = (): Record<StoreOp, number> => ({ get: 0, putIfAbsent: 0, list: 0, delete: 0, removeLeftovers: 0 });
+  const count = zero();
   const store = new HookStore(inner, (op) => void count[op]++);
-  return { store, count, reset: () => Object.assign(count, { get: 0, putIfAbsent: 0, list: 0, delete: 0 }) };
+  return { store, count, reset: () => Object.assign(count, zero()) };
 }
 
 describe('StatefoldSaver', () => {

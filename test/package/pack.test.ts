@@ -64,7 +64,9 @@ beforeAll(async () => {
   await symlink(path.join(root, 'node_modules'), path.join(src, 'node_modules'), 'dir');
   const out = await npm(['pack', '--json', '--pack-destination', tmp], src, 180_000);
   // npm pack prints the prepare script's output first; its JSON starts on a line of its own.
-  [packed] = JSON.parse(out.slice(out.search(/^\[$/m))) as (typeof packed)[];
+  const [entry] = JSON.parse(out.slice(out.search(/^\[$/m))) as (typeof packed)[];
+  if (entry === undefined) throw new Error(`npm pack listed no package: ${out}`);
+  packed = entry;
 
   consumer = path.join(tmp, 'consumer');
   await mkdir(consumer);

@@ -68,5 +68,3 @@ function show(v) {
       ? '-0'
       : String(v);
 }
-
-export { mulberry32 } from './prng.mjs';

@@ -1,7 +1,7 @@
 import type { ListOptions, Store, StoreOptions } from 'statefold';
 
-/** The four operations of a Store. */
-export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete';
+/** The operations of a Store. */
+export type StoreOp = 'get' | 'putIfAbsent' | 'list' | 'delete' | 'removeLeftovers';
 
 /**
  * A store that runs a hook before each operation reaches the inner store (so a test can act
@@ -52,6 +52,12 @@ export class HookStore implements Store {
     await this.before('delete', key);
     await this.inner.delete(key, options);
     this.after('delete', key, undefined);
+  }
+
+  async removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    await this.before('removeLeftovers', prefix);
+    await this.inner.removeLeftovers(prefix, options);
+    this.after('removeLeftovers', prefix, undefined);
   }
 }
 

@@ -1,11 +1,13 @@
 // Real process kills and races on a FileStore dir, shared by test/crash/kill.test.ts and
 // test/support/soak.mjs. Every loop is bounded by a count and a deadline, every child by a timeout.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FileStore, listCheckpoints, restore } from 'statefold';
-import { difference, mulberry32, raceStep, stateAt } from './agent-steps.mjs';
+import { difference, raceStep, stateAt } from './agent-steps.mjs';
+import { mulberry32 } from './prng.mjs';
 
 const KILL_CHILD = fileURLToPath(new URL('./kill-child.mjs', import.meta.url));
 const RACE_CHILD = fileURLToPath(new URL('./race-child.mjs', import.meta.url));
@@ -47,8 +49,6 @@ function child(script, args, { stdin = 'ignore', onLine } = {}) {
   });
   return { proc, lines, exited, stderr: () => stderr, kill: () => proc.kill('SIGKILL') };
 }
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Kills agent processes at random moments and checks after each kill that the stream restores

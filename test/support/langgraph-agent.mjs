@@ -3,6 +3,7 @@
 // `files` of them, then answers. Everything it does is a function of the state it resumes from,
 // so a run killed and resumed must end where an uninterrupted run ends.
 //   node langgraph-agent.mjs <dir> <thread> <files> <delayMs>   (prints `update <n>` per step)
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -30,7 +31,7 @@ export const FILES = [
 export function buildGraph(checkpointer, { files = FILES.length, delayMs = 0 } = {}) {
   const readFile = tool(
     async ({ path }) => {
-      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      if (delayMs > 0) await sleep(delayMs);
       return readFileSync(join(root, path), 'utf8');
     },
     { name: 'read_file', description: 'Reads a file', schema: z.object({ path: z.string() }) },

@@ -196,6 +196,7 @@ export async function expectHistory(
   for (const entry of listed) {
     const ref = bySeq.get(entry.seq);
     if (ref === undefined) throw new Mismatch(`${what}: seq ${entry.seq} has no reference`);
+    if (entry.damaged) throw new Mismatch(`${what}: seq ${entry.seq} is listed as damaged: ${entry.error.message}`);
     expectSame(entry.meta, ref.meta, `${what}: listed meta of seq ${entry.seq}`);
     let r;
     try {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -100,7 +101,7 @@ export class FakeS3 {
     if (fault?.kind === 'reset') return void res.socket?.destroy();
     if (fault?.kind === 'hang') return void this.#hanging.add(res);
     if (fault?.kind === 'status') return error(res, fault.status, fault.code);
-    if (fault?.kind === 'delay') await new Promise((r) => setTimeout(r, fault.ms));
+    if (fault?.kind === 'delay') await sleep(fault.ms);
     const answered = this.#apply(seen, body, res);
     if (fault?.kind === 'reset-after') return void res.socket?.destroy();
     answered();

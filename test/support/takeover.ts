@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import { expect } from 'vitest';
 import { SnapshotEngine, listCheckpoints, restore, type Store } from 'statefold';
+import { verified } from './checkpoints.js';
 
 const WRITER = path.join(import.meta.dirname, 'busy-writer.mjs');
 
@@ -62,7 +63,7 @@ export async function takeOverBusyWriter(
     expect(lines[lines.length - 1], `the old writer is fenced (exit ${code}): ${stderr}`).toBe('fenced');
     const mine = await fresh.checkpoint({ by: 'new', n: 0 });
     await fresh.close();
-    const entries = await listCheckpoints(store, stream);
+    const entries = verified(await listCheckpoints(store, stream));
     expect(
       entries.map((e) => e.seq),
       'seqs are contiguous',
