@@ -19,9 +19,10 @@ import { HookStore, type StoreOp } from '../support/hook-store.js';
 
 /** A store that counts the operations that reach it. */
 function counting(inner: Store): { store: Store; count: Record<StoreOp, number>; reset(): void } {
-  const count = { get: 0, putIfAbsent: 0, list: 0, delete: 0 };
+  const zero = (): Record<StoreOp, number> => ({ get: 0, putIfAbsent: 0, list: 0, delete: 0, removeLeftovers: 0 });
+  const count = zero();
   const store = new HookStore(inner, (op) => void count[op]++);
-  return { store, count, reset: () => Object.assign(count, { get: 0, putIfAbsent: 0, list: 0, delete: 0 }) };
+  return { store, count, reset: () => Object.assign(count, zero()) };
 }
 
 /** Stream `s` with checkpoints 1..n, the meta of each `{ step }`. */
