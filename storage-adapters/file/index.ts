@@ -27,8 +27,10 @@ export interface FileStoreOptions {
   fsync?: boolean;
   /**
    * Most threads that read and write objects at once: worker threads that make blocking calls
-   * (fsync included), shared by every FileStore of the process, started one at a time as calls in
-   * flight need them (the process keeps at most the largest number any FileStore asked for).
+   * (fsync included), shared by every FileStore of the process. None starts until more than four
+   * writes are in flight at once (one agent's calls never start one, so a fresh process resumes
+   * without waiting for threads); then one at a time as calls in flight need them (the process
+   * keeps at most the largest number any FileStore asked for). Reads use threads already running.
    * Default 16. More threads keep more fsyncs in flight, which the filesystem commits together,
    * and each call costs the main thread one message instead of a callback per system call. `0`:
    * reads and writes go through Node's own fs, on its thread pool (4 threads unless
@@ -74,7 +76,7 @@ export class FileStore implements Store {
     throwIfAborted('get', key, options?.signal);
     try {
       const file = this.#path(key, await this.#layoutOf(false));
-      if (this.#ioThreads > 0 && ioPool.available) {
+      if (ioPool.route('read', this.#ioThreads)) {
         try {
           const body = await ioPool.read(file, this.#ioThreads);
           // A read handed to a thread runs to its end; an abort meanwhile still fails the call.
@@ -102,11 +104,11 @@ export class FileStore implements Store {
       const shard = this.#isShard(dir);
       if (shard) shards.enter(dir);
       try {
-        if (this.#ioThreads > 0 && ioPool.available) {
+        if (ioPool.route('write', this.#ioThreads)) {
           const created = await this.#createOnThread(file, dir, body);
           if (created !== undefined) return created;
         }
-        return await this.#createHere(file, dir, key, body, options);
+        return await ioPool.here(() => this.#createHere(file, dir, key, body, options));
       } finally {
         if (shard) shards.leave(dir);
       }
@@ -214,23 +216,25 @@ export class FileStore implements Store {
    * makes that durable; resolves whether the directory was removed.
    */
   async #unlink(file: string, dir: string, removeDir: boolean): Promise<boolean> {
-    if (this.#ioThreads > 0 && ioPool.available) {
+    if (ioPool.route('write', this.#ioThreads)) {
       try {
         return await ioPool.delete({ file, dir, removeDir, fsync: this.#fsync }, this.#ioThreads);
       } catch (err) {
         if (!(err instanceof IoThreadUnavailable)) throw err;
       }
     }
-    await fs.unlink(file);
-    // rmdir refuses a directory that is not empty: that is the check.
-    const removed =
-      removeDir &&
-      (await fs.rmdir(dir).then(
-        () => true,
-        () => false,
-      ));
-    if (this.#fsync) await syncUnlinked(dir, removed);
-    return removed;
+    return ioPool.here(async () => {
+      await fs.unlink(file);
+      // rmdir refuses a directory that is not empty: that is the check.
+      const removed =
+        removeDir &&
+        (await fs.rmdir(dir).then(
+          () => true,
+          () => false,
+        ));
+      if (this.#fsync) await syncUnlinked(dir, removed);
+      return removed;
+    });
   }
 
   /**

@@ -9,11 +9,17 @@
  * So creates, reads and deletes go to worker threads that make the calls blocking (io-worker.ts): one
  * message out per thread for what one turn of the event loop asked of it, replies back together
  * (a create's or a delete's at once), and as many fsyncs in flight as threads. The threads are shared by
- * every FileStore of the process, started one at a time as writes in flight need them (a single
- * agent uses one), up to the largest `ioThreads` any FileStore asked for, and they do not keep
- * the process alive while idle. Should one fail to start, the writes sent to it are made on Node's
- * fs instead (they never ran); should one die, the writes it held fail (their outcome unknown, as
- * any store error's). Either way no thread is started again.
+ * every FileStore of the process, started one at a time as writes in flight need them, up to the
+ * largest `ioThreads` any FileStore asked for, and they do not keep the process alive while idle.
+ *
+ * No thread starts before the load needs one (see `route`): starting one costs tens of
+ * milliseconds of a 2-core machine, most of a fresh process's resume, while one agent's few calls
+ * in flight are served as fast by Node's own pool. Reads never start a thread; writes start the
+ * first when more than HERE_LIMIT are in flight on the caller's side.
+ *
+ * Should one fail to start, the writes sent to it are made on Node's fs instead (they never ran);
+ * should one die, the writes it held fail (their outcome unknown, as any store error's). Either
+ * way no thread is started again.
  */
 import { Worker } from 'node:worker_threads';
 import type { CreateJob, DeleteJob, IoReply, ReadJob } from './io-worker.js';
@@ -45,6 +51,12 @@ interface Outgoing extends Omit<Pending, 'slot'> {
 /** The default of `FileStoreOptions.ioThreads`. */
 export const DEFAULT_IO_THREADS = 16;
 
+/**
+ * Writes in flight on Node's own fs before the first I/O thread starts: Node's thread pool runs
+ * four calls at once (UV_THREADPOOL_SIZE), so up to four the caller's side is not yet queueing.
+ */
+export const HERE_LIMIT = 4;
+
 class IoPool {
   readonly #slots: Slot[] = [];
   readonly #pending = new Map<number, Pending>();
@@ -54,9 +66,39 @@ class IoPool {
   /** The most threads any FileStore asked for. */
   #max = 0;
 
+  /** Calls the callers make on Node's fs themselves (route said no) and that have not ended. */
+  #here = 0;
+
   /** Whether creates can go to threads (none failed to start or died, or some still run). */
   get available(): boolean {
     return !this.#failed || this.#slots.length > 0;
+  }
+
+  /** Threads started and not gone (tests and diagnostics). */
+  get threads(): number {
+    return this.#slots.length;
+  }
+
+  /**
+   * Whether a call should go to a thread now (`limit`: the store's ioThreads). A read goes only to
+   * a thread already listening: a resume reads a chain once and should not wait for one to start.
+   * A write or delete goes once a thread runs, or when more than HERE_LIMIT are in flight here.
+   * A caller told no makes the call itself inside `here`, so that the count is right.
+   */
+  route(op: 'read' | 'write', limit: number): boolean {
+    if (limit <= 0 || !this.available) return false;
+    if (op === 'read') return this.#slots.some((s) => s.ready);
+    return this.#slots.length > 0 || this.#here >= HERE_LIMIT;
+  }
+
+  /** Runs a call the caller makes on Node's fs itself, counted as in flight here. */
+  async here<T>(call: () => Promise<T>): Promise<T> {
+    this.#here++;
+    try {
+      return await call();
+    } finally {
+      this.#here--;
+    }
   }
 
   /** Creates an object on an I/O thread; resolves whether this call created it. `limit`: the store's ioThreads. */
