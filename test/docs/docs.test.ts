@@ -1,0 +1,87 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+/** The directories whose every source file the repository map must name. */
+const SOURCE_DIRS = ['engine', 'storage-adapters', 'cli', 'integrations'];
+
+/** Every .ts file under `dir` (relative to the root), or none when `dir` does not exist. */
+function sources(dir: string): string[] {
+  if (!existsSync(path.join(root, dir))) return [];
+  return readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const rel = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return sources(rel);
+    return entry.name.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+/** The paths the repository map of docs/ARCHITECTURE.md names: the first word of each line of its block. */
+function mapPaths(): string[] {
+  const text = readFileSync(path.join(root, 'docs/ARCHITECTURE.md'), 'utf8');
+  const section = text.split('\n## Repository map\n')[1];
+  if (section === undefined) throw new Error('docs/ARCHITECTURE.md has no "## Repository map" section');
+  const block = /\n```text\n([\s\S]*?)\n```/.exec(section);
+  if (block === null) throw new Error('docs/ARCHITECTURE.md: the repository map has no ```text block');
+  return block[1]!
+    .split('\n')
+    .map((line) => line.split(/\s+/)[0]!)
+    .filter((p) => p !== '');
+}
+
+/** The Markdown files whose links must hold: the README, CONTRIBUTING.md and docs/ (not the generated docs/api/). */
+function markdownFiles(): string[] {
+  const docs = readdirSync(path.join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`);
+  return ['README.md', 'CONTRIBUTING.md', ...docs];
+}
+
+/** The relative link targets of a Markdown text, outside code blocks and code spans, without their #fragment. */
+function relativeLinks(markdown: string): string[] {
+  const prose = markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
+  const targets = [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
+  return targets
+    .filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t) && !t.startsWith('#'))
+    .map((t) => decodeURI(t.split('#')[0]!));
+}
+
+describe('docs: the repository map in docs/ARCHITECTURE.md', () => {
+  const listed = mapPaths();
+
+  it('names every source file under engine/, storage-adapters/, cli/ and integrations/', () => {
+    const named = new Set(listed);
+    const missing = SOURCE_DIRS.flatMap(sources).filter((file) => !named.has(file));
+    expect(missing, `source files missing from the map in docs/ARCHITECTURE.md:\n  ${missing.join('\n  ')}`).toEqual(
+      [],
+    );
+  });
+
+  it('names only paths that exist', () => {
+    const stale = listed.filter((p) => !existsSync(path.join(root, p)));
+    expect(stale, `paths in docs/ARCHITECTURE.md's map that do not exist:\n  ${stale.join('\n  ')}`).toEqual([]);
+  });
+
+  it('names each path once', () => {
+    const twice = listed.filter((p, i) => listed.indexOf(p) !== i);
+    expect(twice).toEqual([]);
+  });
+});
+
+describe('docs: relative links', () => {
+  it('point at files that exist, from README.md, CONTRIBUTING.md and docs/*.md', () => {
+    const broken = markdownFiles().flatMap((file) =>
+      relativeLinks(readFileSync(path.join(root, file), 'utf8'))
+        .filter((target) => !existsSync(path.join(root, path.dirname(file), target)))
+        .map((target) => `${file}: ${target}`),
+    );
+    expect(broken, `broken relative links:\n  ${broken.join('\n  ')}`).toEqual([]);
+  });
+
+  it('are found by the link scan (it reads the README the way the check above relies on)', () => {
+    const links = relativeLinks(readFileSync(path.join(root, 'README.md'), 'utf8'));
+    expect(links).toContain('docs/ARCHITECTURE.md');
+    expect(links).toContain('examples/quickstart.ts');
+  });
+});
