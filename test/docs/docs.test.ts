@@ -38,13 +38,34 @@ function markdownFiles(): string[] {
   return ['README.md', 'CONTRIBUTING.md', ...docs];
 }
 
-/** The relative link targets of a Markdown text, outside code blocks and code spans, without their #fragment. */
+/** The links of a Markdown text to files of the repository (`#fragment` kept), outside code blocks and code spans. */
 function relativeLinks(markdown: string): string[] {
   const prose = markdown.replace(/^```[\s\S]*?^```/gm, '').replace(/`[^`\n]*`/g, '');
   const targets = [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
-  return targets
-    .filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t) && !t.startsWith('#'))
-    .map((t) => decodeURI(t.split('#')[0]!));
+  return targets.filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t)).map((t) => decodeURI(t));
+}
+
+/** The anchors GitHub gives the headings of a Markdown text: lower case, punctuation dropped, spaces as dashes. */
+function anchors(markdown: string): Set<string> {
+  const headings = markdown.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6} (.+)$/gm);
+  return new Set(
+    [...headings].map((m) =>
+      m[1]!
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N} _-]/gu, '')
+        .replace(/ /g, '-'),
+    ),
+  );
+}
+
+/** Why `link`, found in `file`, leads nowhere, or undefined when it leads to a file (and heading) that exists. */
+function brokenLink(file: string, link: string): string | undefined {
+  const [target, fragment] = link.split('#') as [string, string | undefined];
+  const resolved = target === '' ? file : path.join(path.dirname(file), target);
+  if (!existsSync(path.join(root, resolved))) return `${file}: ${link} (no such file)`;
+  if (fragment === undefined || !resolved.endsWith('.md')) return undefined;
+  const known = anchors(readFileSync(path.join(root, resolved), 'utf8'));
+  return known.has(fragment) ? undefined : `${file}: ${link} (no heading #${fragment} in ${resolved})`;
 }
 
 describe('docs: the repository map in docs/ARCHITECTURE.md', () => {
@@ -70,18 +91,21 @@ describe('docs: the repository map in docs/ARCHITECTURE.md', () => {
 });
 
 describe('docs: relative links', () => {
-  it('point at files that exist, from README.md, CONTRIBUTING.md and docs/*.md', () => {
+  it('point at files and headings that exist, from README.md, CONTRIBUTING.md and docs/*.md', () => {
     const broken = markdownFiles().flatMap((file) =>
-      relativeLinks(readFileSync(path.join(root, file), 'utf8'))
-        .filter((target) => !existsSync(path.join(root, path.dirname(file), target)))
-        .map((target) => `${file}: ${target}`),
+      relativeLinks(readFileSync(path.join(root, file), 'utf8')).flatMap((link) => brokenLink(file, link) ?? []),
     );
     expect(broken, `broken relative links:\n  ${broken.join('\n  ')}`).toEqual([]);
   });
 
-  it('are found by the link scan (it reads the README the way the check above relies on)', () => {
+  it('are found by the link scan, and headings get the anchors GitHub gives them', () => {
     const links = relativeLinks(readFileSync(path.join(root, 'README.md'), 'utf8'));
     expect(links).toContain('docs/ARCHITECTURE.md');
     expect(links).toContain('examples/quickstart.ts');
+    expect([...anchors('# A\n## `SnapshotEngine.open` options\n### S3: AWS, MinIO, Ceph RGW, R2\n')]).toEqual([
+      'a',
+      'snapshotengineopen-options',
+      's3-aws-minio-ceph-rgw-r2',
+    ]);
   });
 });
