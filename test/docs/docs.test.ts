@@ -90,6 +90,31 @@ describe('docs: the repository map in docs/ARCHITECTURE.md', () => {
   });
 });
 
+/** Every benchmark page the bench generates: BENCHMARKS*.md at the root and any Markdown under bench/. */
+function benchmarkPages(): string {
+  const top = readdirSync(root).filter((f) => /^BENCHMARKS.*\.md$/.test(f));
+  const bench = readdirSync(path.join(root, 'bench'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.md') && !f.includes('node_modules'))
+    .map((f) => `bench/${f}`);
+  return [...top, ...bench].map((f) => readFileSync(path.join(root, f), 'utf8')).join('\n');
+}
+
+describe('docs: the README quotes the benchmark pages', () => {
+  it('takes every figure of "When to choose statefold" from a page the bench generated', () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const section = readme.split('\n## When to choose statefold\n')[1]?.split('\n## ')[0];
+    expect(section, 'README.md has no "When to choose statefold" section').toBeDefined();
+    // Figures with decimals, and whole numbers with a unit: the ones a reader would quote.
+    const figures = [...section!.matchAll(/\d[\d,]*\.\d+|\d[\d,]*(?= ?(?:KB|MB|GB|ms|µs|×|%))/g)].map((m) => m[0]);
+    expect(figures.length).toBeGreaterThan(20);
+    const pages = benchmarkPages();
+    const absent = [...new Set(figures)].filter(
+      (f) => !new RegExp(`(?<![\\d.])${f.replace(/\./g, '\\.')}(?!\\d)`).test(pages),
+    );
+    expect(absent, `figures in README.md that no benchmark page holds: ${absent.join(', ')}`).toEqual([]);
+  });
+});
+
 describe('docs: relative links', () => {
   it('point at files and headings that exist, from README.md, CONTRIBUTING.md and docs/*.md', () => {
     const broken = markdownFiles().flatMap((file) =>
