@@ -302,7 +302,7 @@ console.log(JSON.stringify(out));\n`,
     expect(JSON.parse(stdout)).toEqual([
       'function',
       'statefold/sqlite needs the optional peer dependency better-sqlite3, which is not installed: run npm install better-sqlite3',
-      'ERR_MODULE_NOT_FOUND',
+      'MODULE_NOT_FOUND',
     ]);
   });
 });
