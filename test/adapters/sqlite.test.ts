@@ -83,6 +83,48 @@ describe('sqlite store: group commit', () => {
     ]);
   });
 
+  it('fails only the call whose statement fails, and every call of a transaction that fails', async () => {
+    const store = await freshStore();
+    await store.putIfAbsent('f/first', bytes('first'));
+    // Triggers from another connection: SQLite refuses one insert (the statement alone is undone),
+    // or rolls back the whole transaction it is in.
+    const db = new Database(store.path);
+    db.exec(`CREATE TRIGGER refuse BEFORE INSERT ON statefold_objects WHEN NEW.key = 'f/refused'
+      BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    db.exec(`CREATE TRIGGER undo BEFORE INSERT ON statefold_objects WHEN NEW.key = 'f/undo'
+      BEGIN SELECT RAISE(ROLLBACK, 'transaction undone by the test'); END`);
+    db.close();
+    const settle = (p: Promise<unknown>) =>
+      p.then(
+        (v) => v,
+        (e: StatefoldError) => `${e.code} ${e.message.replace(store.path, '<db>')}`,
+      );
+    let tx = store.stats().transactions;
+    expect(
+      await Promise.all([
+        settle(store.putIfAbsent('f/a', bytes('a'))),
+        settle(store.putIfAbsent('f/refused', bytes('x'))),
+        settle(store.putIfAbsent('f/b', bytes('b'))),
+      ]),
+    ).toEqual([true, 'STORAGE putIfAbsent f/refused: <db>: refused by the test', true]);
+    expect(store.stats().transactions - tx).toBe(1);
+    tx = store.stats().transactions;
+    expect(
+      await Promise.all([
+        settle(store.putIfAbsent('f/c', bytes('c'))),
+        settle(store.delete('f/first')),
+        settle(store.putIfAbsent('f/undo', bytes('x'))),
+      ]),
+    ).toEqual([
+      'STORAGE putIfAbsent f/c: <db>: transaction undone by the test',
+      'STORAGE delete f/first: <db>: transaction undone by the test',
+      'STORAGE putIfAbsent f/undo: <db>: transaction undone by the test',
+    ]);
+    expect(store.stats().transactions - tx).toBe(0);
+    expect(await store.list('f/')).toEqual(['f/a', 'f/b', 'f/first']);
+    expect(await store.putIfAbsent('f/c', bytes('c'))).toBe(true);
+  });
+
   it('groups the checkpoints of many engines on one store into fewer transactions than writes', async () => {
     const store = await freshStore();
     const engines = await Promise.all(
