@@ -2,7 +2,8 @@
  * The database file, as a thread of SqliteStore opens it: the binding, the checks that tell a
  * damaged file from a new one, the pragmas and the one table. Runs on the store's threads only.
  */
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 
 /** The part of better-sqlite3's API the store uses (the package ships no types of its own). */
@@ -104,10 +105,10 @@ function walHasFrames(file: string): boolean {
 
 /**
  * Opens the file for writing: WAL (readers do not wait for writers, one fsync per commit), the
- * store's synchronous level, and the table. Creates the file when there is none.
+ * store's synchronous level, and the table. Creates the file, and its directory, when there is none.
  */
 export function openWriter(settings: OpenSettings): Database {
-  checkHeader(settings.path);
+  if (checkHeader(settings.path) === 'missing') mkdirSync(dirname(settings.path), { recursive: true });
   const db = new (databaseClass())(settings.path, { timeout: settings.busyTimeoutMs, fileMustExist: false });
   try {
     const mode = db.pragma('journal_mode = WAL', { simple: true });

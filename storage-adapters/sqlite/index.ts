@@ -9,7 +9,7 @@ import type { Answer, ThreadData } from './worker.js';
 
 /** Options of `new SqliteStore(...)`. */
 export interface SqliteStoreOptions {
-  /** The database file; created on first write, with its `-wal` and `-shm` files beside it. */
+  /** The database file; created (with its directory) on first write, its `-wal` and `-shm` files beside it. */
   path: string;
   /**
    * SQLite's `synchronous` level. `'full'` (the default): the WAL is fsynced at every commit, so a
@@ -49,7 +49,8 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * a commit's fsync. `putIfAbsent` is an insert of a unique key in that transaction: atomic,
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
- * The file must be on a local filesystem (WAL needs shared memory between the processes).
+ * The file must be on a local filesystem (WAL needs shared memory between the processes). There
+ * is nothing to remove besides keys, so the store has no `removeLeftovers`.
  */
 export class SqliteStore implements Store {
   /** The database file, resolved. */

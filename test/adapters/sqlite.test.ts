@@ -201,6 +201,15 @@ describe('sqlite store: one file, several connections', () => {
     expect(text(await again.get('keep/a'))).toBe('a');
   });
 
+  it('creates the directory of the file on first write', async () => {
+    const dir = await freshDir();
+    const store = new SqliteStore({ path: path.join(dir, 'a', 'b', 'store.db') });
+    stores.push(store);
+    expect(await store.list('')).toEqual([]);
+    expect(await store.putIfAbsent('k/1', bytes('1'))).toBe(true);
+    expect(await store.list('')).toEqual(['k/1']);
+  });
+
   it('creates nothing for reads of a file never written', async () => {
     const dir = await freshDir();
     const store = new SqliteStore({ path: path.join(dir, 'never.db') });
