@@ -164,24 +164,29 @@ describe('sqlite store: one file, several connections', () => {
     }
   });
 
-  it('waits busyTimeoutMs for another connection holding the write lock, then fails STORAGE; reads go on', async () => {
-    const store = await freshStore({ busyTimeoutMs: 150 });
+  it('waits busyTimeoutMs for another connection holding the write lock, then fails STORAGE; reads go on meanwhile', async () => {
+    const store = await freshStore({ busyTimeoutMs: 400 });
     await store.putIfAbsent('busy/0', bytes('zero'));
     const other = new Database(store.path);
     other.exec('BEGIN IMMEDIATE');
     try {
       const t0 = performance.now();
-      const err = await store.putIfAbsent('busy/1', bytes('one')).then(
+      let settledAt: number | undefined;
+      const put = store.putIfAbsent('busy/1', bytes('one')).then(
         () => undefined,
         (e: unknown) => e,
       );
-      expect(performance.now() - t0).toBeGreaterThanOrEqual(100);
+      void put.then(() => (settledAt = performance.now()));
+      // The writer thread waits for the lock; the reader thread answers meanwhile (WAL).
+      await new Promise((r) => setTimeout(r, 20));
+      expect(text(await store.get('busy/0'))).toBe('zero');
+      expect(await store.list('busy/')).toEqual(['busy/0']);
+      expect(settledAt, 'the reads were answered while the write waited').toBeUndefined();
+      const err = await put;
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(300);
       expect(err).toBeInstanceOf(StatefoldError);
       expect(err).toMatchObject({ code: 'STORAGE', key: 'busy/1', path: store.path });
       expect((err as Error).message).toMatch(/^putIfAbsent busy\/1: .*locked/);
-      // WAL: a reader does not wait for the writer.
-      expect(text(await store.get('busy/0'))).toBe('zero');
-      expect(await store.list('busy/')).toEqual(['busy/0']);
     } finally {
       other.exec('ROLLBACK');
       other.close();
