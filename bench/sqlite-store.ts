@@ -2,8 +2,9 @@
  * SqliteStore beside FileStore and MemoryStore, side by side in one run (rounds in rotating
  * order; medians with the spread of the rounds): through the engine at a 20 KB state, one agent
  * committing back to back (commit p50, CPU per commit) and 64 agents at once on one store
- * (commits/s, CPU per commit, writes per transaction); and the disk's own SQLite limit
- * (better-sqlite3 on this thread, WAL, synchronous=FULL, 20 KB rows, 1/16/64 per transaction).
+ * (commits/s, CPU per commit, writes per transaction, the latency of a read meanwhile); and the
+ * disk's own SQLite limit (better-sqlite3 on this thread, WAL, synchronous=FULL, 20 KB rows,
+ * 1/16/64 per transaction).
  * CPU is the whole process's, threads included.
  *   npm run build && npx tsx bench/sqlite-store.ts [rounds]
  */
@@ -89,8 +90,11 @@ async function sequential(kind: Kind): Promise<{ p50: number; cpuUs: number }> {
   return { p50: summarize(lat).p50, cpuUs: (cpu * 1000) / SEQUENTIAL };
 }
 
-/** AGENTS agents on one store, each committing back to back, for CONCURRENT_MS. */
-async function concurrent(kind: Kind): Promise<{ perSec: number; cpuUs: number; perTx: number }> {
+/**
+ * AGENTS agents on one store, each committing back to back, for CONCURRENT_MS; meanwhile one
+ * reader gets a checkpoint over and over (how long a read waits while commits are being made).
+ */
+async function concurrent(kind: Kind): Promise<{ perSec: number; cpuUs: number; perTx: number; readMs: number }> {
   const store = storeOf(kind);
   const engines = await Promise.all(
     Array.from({ length: AGENTS }, (_, i) =>
@@ -104,6 +108,17 @@ async function concurrent(kind: Kind): Promise<{ perSec: number; cpuUs: number; 
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const end = t0 + CONCURRENT_MS;
+  const readKey = (await store.list('')).find((k) => k.includes('/log/'))!;
+  const reads: number[] = [];
+  const reader = (async () => {
+    while (performance.now() < end) {
+      const r0 = performance.now();
+      await store.get(readKey);
+      reads.push(performance.now() - r0);
+      // Paced, so that the reads add little to the CPU counted per commit.
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
   await Promise.all(
     engines.map(async (e, i) => {
       for (let step = 1; performance.now() < end; step++) {
@@ -112,6 +127,7 @@ async function concurrent(kind: Kind): Promise<{ perSec: number; cpuUs: number; 
       }
     }),
   );
+  await reader;
   const seconds = (performance.now() - t0) / 1000;
   const cpu = cpuMs(cpu0);
   let perTx = NaN;
@@ -121,7 +137,7 @@ async function concurrent(kind: Kind): Promise<{ perSec: number; cpuUs: number; 
   }
   await Promise.all(engines.map((e) => e.close()));
   await dispose(store);
-  return { perSec: commits / seconds, cpuUs: (cpu * 1000) / commits, perTx };
+  return { perSec: commits / seconds, cpuUs: (cpu * 1000) / commits, perTx, readMs: summarize(reads).p50 };
 }
 
 type Db = {
@@ -162,7 +178,7 @@ const fmt = (values: number[], digits: number): string => {
 };
 
 const seq: Record<string, { p50: number[]; cpu: number[] }> = {};
-const conc: Record<string, { perSec: number[]; cpu: number[]; perTx: number[] }> = {};
+const conc: Record<string, { perSec: number[]; cpu: number[]; perTx: number[]; readMs: number[] }> = {};
 const disk: Record<string, { rows: number[]; tx: number[]; cpu: number[] }> = {};
 for (let round = 0; round < ROUNDS; round++) {
   const order = KINDS.map((_, i) => KINDS[(i + round) % KINDS.length]!);
@@ -173,7 +189,8 @@ for (let round = 0; round < ROUNDS; round++) {
   }
   for (const kind of order) {
     const r = await concurrent(kind);
-    const c = (conc[kind] ??= { perSec: [], cpu: [], perTx: [] });
+    const c = (conc[kind] ??= { perSec: [], cpu: [], perTx: [], readMs: [] });
+    c.readMs.push(r.readMs);
     c.perSec.push(r.perSec);
     c.cpu.push(r.cpuUs);
     c.perTx.push(r.perTx);
@@ -192,10 +209,12 @@ console.log(`\nOne agent, 20 KB state, ${SEQUENTIAL} checkpoints back to back; m
 console.log('| store | commit p50 ms | CPU per commit us |\n| :-- | --: | --: |');
 for (const kind of KINDS) console.log(`| ${kind} | ${fmt(seq[kind]!.p50, 3)} | ${fmt(seq[kind]!.cpu, 0)} |`);
 console.log(`\n${AGENTS} agents on one store, back to back for ${CONCURRENT_MS} ms`);
-console.log('| store | commits/s | CPU per commit us | writes per transaction |\n| :-- | --: | --: | --: |');
+console.log(
+  '| store | commits/s | CPU per commit us | writes per transaction | a read meanwhile, p50 ms |\n| :-- | --: | --: | --: | --: |',
+);
 for (const kind of KINDS)
   console.log(
-    `| ${kind} | ${fmt(conc[kind]!.perSec, 0)} | ${fmt(conc[kind]!.cpu, 0)} | ${kind.startsWith('sqlite') ? fmt(conc[kind]!.perTx, 1) : '-'} |`,
+    `| ${kind} | ${fmt(conc[kind]!.perSec, 0)} | ${fmt(conc[kind]!.cpu, 0)} | ${kind.startsWith('sqlite') ? fmt(conc[kind]!.perTx, 1) : '-'} | ${fmt(conc[kind]!.readMs, 3)} |`,
   );
 console.log('\nThe disk: better-sqlite3 on one thread, WAL, synchronous=FULL, 20 KB rows');
 console.log('| rows per transaction | rows/s | transactions/s | CPU per row us |\n| --: | --: | --: | --: |');
