@@ -2,6 +2,7 @@
 // fenced: the writer a takeover must beat. Prints `open <seq>`, then `ack <seq> <n>` for each
 // acknowledged checkpoint of state { by: 'old', n }, then `fenced` (exit 0), or `error <code> <message>`.
 //   node busy-writer.mjs file <dir> <stream>
+//   node busy-writer.mjs sqlite <database file> <stream>
 //   node busy-writer.mjs s3 <prefix> <stream>      (STATEFOLD_S3_* variables name the server)
 import { FileStore, SnapshotEngine } from 'statefold';
 
@@ -11,6 +12,10 @@ const MAX_CHECKPOINTS = 50_000;
 
 async function storeFor() {
   if (kind === 'file') return new FileStore({ dir: where });
+  if (kind === 'sqlite') {
+    const { SqliteStore } = await import('statefold/sqlite');
+    return new SqliteStore({ path: where });
+  }
   const { S3Store } = await import('statefold/s3');
   const env = process.env;
   return new S3Store({

@@ -1,13 +1,14 @@
-// A child process for the kill tests: opens a stream on a FileStore dir, checks that it resumes
-// from the state of the step it finds, and checkpoints stateAt(step) for the following steps,
-// writing `ack <seq> <step>` once each checkpoint has resolved. The parent SIGKILLs it at random.
+// A child process for the kill tests: opens a stream on a FileStore dir (a SqliteStore file when
+// STATEFOLD_TEST_STORE=sqlite), checks that it resumes from the state of the step it finds, and
+// checkpoints stateAt(step) for the following steps, writing `ack <seq> <step>` once each checkpoint has resolved. The parent SIGKILLs it at random.
 //   node kill-child.mjs <dir> <stream> <maxSteps> <baseEvery>
-import { FileStore, SnapshotEngine } from 'statefold';
+import { SnapshotEngine } from 'statefold';
 import { difference, stateAt } from './agent-steps.mjs';
+import { childKind, storeAt } from './store-kind.mjs';
 
 const [dir, stream, maxSteps, baseEvery] = process.argv.slice(2);
 const engine = await SnapshotEngine.open({
-  store: new FileStore({ dir }),
+  store: await storeAt(childKind, dir),
   stream,
   policy: { baseEvery: Number(baseEvery) },
 });

@@ -1,13 +1,15 @@
-// Real process kills and races on a FileStore dir, shared by test/crash/kill.test.ts and
-// test/support/soak.mjs. Every loop is bounded by a count and a deadline, every child by a timeout.
+// Real process kills and races on a FileStore dir (or, with kind 'sqlite', a SqliteStore file),
+// shared by test/crash/kill.test.ts, test/crash/sqlite-kill.test.ts and test/support/soak.mjs.
+// Every loop is bounded by a count and a deadline, every child by a timeout.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FileStore, listCheckpoints, restore } from 'statefold';
+import { listCheckpoints, restore } from 'statefold';
 import { difference, raceStep, stateAt } from './agent-steps.mjs';
 import { mulberry32 } from './prng.mjs';
+import { storeAt } from './store-kind.mjs';
 
 const KILL_CHILD = fileURLToPath(new URL('./kill-child.mjs', import.meta.url));
 const RACE_CHILD = fileURLToPath(new URL('./race-child.mjs', import.meta.url));
@@ -15,8 +17,11 @@ const RACE_CHILD = fileURLToPath(new URL('./race-child.mjs', import.meta.url));
 const CHILD_TIMEOUT_MS = 20_000;
 
 /** Runs `node script ...args`; returns handles to its lines, its exit, and a way to kill it. */
-function child(script, args, { stdin = 'ignore', onLine } = {}) {
-  const proc = spawn(process.execPath, [script, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
+function child(script, args, { stdin = 'ignore', onLine, kind = 'file' } = {}) {
+  const proc = spawn(process.execPath, [script, ...args], {
+    stdio: [stdin, 'pipe', 'pipe'],
+    env: { ...process.env, STATEFOLD_TEST_STORE: kind },
+  });
   const lines = [];
   let stderr = '';
   let partial = '';
@@ -63,9 +68,10 @@ export async function killRounds({
   seed = 1,
   baseEvery = 8,
   log = () => undefined,
+  kind = 'file',
 }) {
   const random = mulberry32(seed);
-  const store = new FileStore({ dir });
+  const store = await storeAt(kind, dir);
   const deadline = Date.now() + seconds * 1000;
   const stats = {
     seed,
@@ -92,6 +98,7 @@ export async function killRounds({
     const onAck = 1 + Math.floor(random() * 40);
     let killed = false;
     const c = child(KILL_CHILD, [dir, stream, '100000000', String(baseEvery)], {
+      kind,
       onLine: (line, lines) => {
         if (killed) return;
         if (how >= 0.3 && how < 0.65 && line.startsWith('open')) {
@@ -246,9 +253,10 @@ export async function raceRound({
   barrier = false,
   seed = 1,
   round = 0,
+  kind = 'file',
 }) {
   const random = mulberry32(seed * 977 + round);
-  const store = new FileStore({ dir });
+  const store = await storeAt(kind, dir);
   const mismatches = [];
   const before = (await listCheckpoints(store, stream)).length;
   const names = Array.from({ length: writers }, (_, i) => `w${round}.${i}`);
@@ -263,6 +271,7 @@ export async function raceRound({
     if (!barrier) await sleep(Math.floor(random() * 120));
     const c = child(RACE_CHILD, [dir, stream, name, String(steps), barrier ? 'barrier' : ''], {
       stdin: barrier ? 'pipe' : 'ignore',
+      kind,
       onLine: (line) => {
         if (barrier && line.startsWith('open ') && ++opened === writers && !released) release();
       },

@@ -25,7 +25,7 @@ export interface TakeoverReport {
  */
 export async function takeOverBusyWriter(
   store: Store,
-  args: [kind: 'file' | 's3', where: string],
+  args: [kind: 'file' | 's3' | 'sqlite', where: string],
   stream: string,
   warmup = 10,
 ): Promise<TakeoverReport> {

@@ -1,0 +1,364 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink, truncate, writeFile, open } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SnapshotEngine, StatefoldError, listCheckpoints, restore } from 'statefold';
+import { SqliteStore } from 'statefold/sqlite';
+import { describeStoreConformance } from 'statefold/testing';
+
+// A second connection to a store's file, as another program (or another process) would open it.
+const Database = createRequire(import.meta.url)('better-sqlite3') as new (file: string) => {
+  exec(sql: string): void;
+  prepare(sql: string): { run(...p: unknown[]): { changes: number }; get(...p: unknown[]): unknown };
+  close(): void;
+};
+
+const dirs: string[] = [];
+const stores: SqliteStore[] = [];
+async function freshDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'statefold-sqlite-'));
+  dirs.push(dir);
+  return dir;
+}
+async function freshStore(options: Partial<ConstructorParameters<typeof SqliteStore>[0]> = {}): Promise<SqliteStore> {
+  const store = new SqliteStore({ path: path.join(await freshDir(), 'store.db'), ...options });
+  stores.push(store);
+  return store;
+}
+afterAll(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+describeStoreConformance({
+  name: 'sqlite',
+  honoursListLimit: true,
+  create: () => freshStore(),
+  destroy: (store) => store.close(),
+  // A path under a regular file: SQLite cannot open it (SQLITE_CANTOPEN) for any operation.
+  createFailing: async () => {
+    const file = path.join(await freshDir(), 'not-a-dir');
+    await writeFile(file, 'x');
+    return new SqliteStore({ path: path.join(file, 'store.db') });
+  },
+});
+
+describeStoreConformance({
+  name: 'sqlite, synchronous normal',
+  honoursListLimit: true,
+  create: () => freshStore({ synchronous: 'normal' }),
+  destroy: (store) => store.close(),
+});
+
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+const text = (body: Uint8Array | undefined): string | undefined =>
+  body === undefined ? undefined : Buffer.from(body).toString();
+
+describe('sqlite store: group commit', () => {
+  it('commits writes that arrive together in one transaction, each call with its own result', async () => {
+    const store = await freshStore();
+    await store.putIfAbsent('g/there', bytes('first'));
+    const before = store.stats();
+    const results = await Promise.all([
+      store.putIfAbsent('g/a', bytes('a')),
+      store.putIfAbsent('g/there', bytes('second')),
+      store.putIfAbsent('g/b', bytes('b')),
+      store.putIfAbsent('g/a', bytes('a again')),
+      store.delete('g/b'),
+      store.putIfAbsent('g/b', bytes('b again')),
+    ]);
+    expect(results).toEqual([true, false, true, false, undefined, true]);
+    const after = store.stats();
+    expect(after.writes - before.writes).toBe(6);
+    expect(after.transactions - before.transactions).toBe(1);
+    expect(await store.list('g/')).toEqual(['g/a', 'g/b', 'g/there']);
+    expect([text(await store.get('g/a')), text(await store.get('g/b')), text(await store.get('g/there'))]).toEqual([
+      'a',
+      'b again',
+      'first',
+    ]);
+  });
+
+  it('fails only the call whose statement fails, and every call of a transaction that fails', async () => {
+    const store = await freshStore();
+    await store.putIfAbsent('f/first', bytes('first'));
+    // Triggers from another connection: SQLite refuses one insert (the statement alone is undone),
+    // or rolls back the whole transaction it is in.
+    const db = new Database(store.path);
+    db.exec(`CREATE TRIGGER refuse BEFORE INSERT ON statefold_objects WHEN NEW.key = 'f/refused'
+      BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    db.exec(`CREATE TRIGGER undo BEFORE INSERT ON statefold_objects WHEN NEW.key = 'f/undo'
+      BEGIN SELECT RAISE(ROLLBACK, 'transaction undone by the test'); END`);
+    db.close();
+    const settle = (p: Promise<unknown>) =>
+      p.then(
+        (v) => v,
+        (e: StatefoldError) => `${e.code} ${e.message.replace(store.path, '<db>')}`,
+      );
+    let tx = store.stats().transactions;
+    expect(
+      await Promise.all([
+        settle(store.putIfAbsent('f/a', bytes('a'))),
+        settle(store.putIfAbsent('f/refused', bytes('x'))),
+        settle(store.putIfAbsent('f/b', bytes('b'))),
+      ]),
+    ).toEqual([true, 'STORAGE putIfAbsent f/refused: <db>: refused by the test', true]);
+    expect(store.stats().transactions - tx).toBe(1);
+    tx = store.stats().transactions;
+    expect(
+      await Promise.all([
+        settle(store.putIfAbsent('f/c', bytes('c'))),
+        settle(store.delete('f/first')),
+        settle(store.putIfAbsent('f/undo', bytes('x'))),
+      ]),
+    ).toEqual([
+      'STORAGE putIfAbsent f/c: <db>: transaction undone by the test',
+      'STORAGE delete f/first: <db>: transaction undone by the test',
+      'STORAGE putIfAbsent f/undo: <db>: transaction undone by the test',
+    ]);
+    expect(store.stats().transactions - tx).toBe(0);
+    expect(await store.list('f/')).toEqual(['f/a', 'f/b', 'f/first']);
+    expect(await store.putIfAbsent('f/c', bytes('c'))).toBe(true);
+  });
+
+  it('groups the checkpoints of many engines on one store into fewer transactions than writes', async () => {
+    const store = await freshStore();
+    const engines = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => SnapshotEngine.open<{ n: number; i: number }>({ store, stream: `eng/${i}` })),
+    );
+    const before = store.stats();
+    for (let round = 1; round <= 10; round++) await Promise.all(engines.map((e, i) => e.checkpoint({ n: round, i })));
+    const after = store.stats();
+    const writes = after.writes - before.writes;
+    const transactions = after.transactions - before.transactions;
+    expect(writes).toBeGreaterThanOrEqual(80);
+    // Each round's 8 commits arrive together: at most a few transactions per round, not 8.
+    expect(transactions).toBeLessThanOrEqual(writes / 3);
+    for (const [i, e] of engines.entries()) {
+      await e.close();
+      expect((await restore(store, `eng/${i}`)).state).toEqual({ n: 10, i });
+    }
+  });
+});
+
+describe('sqlite store: one file, several connections', () => {
+  it('lets exactly one of two stores on one file create a key, and each sees the winner', async () => {
+    const file = path.join(await freshDir(), 'shared.db');
+    const a = new SqliteStore({ path: file });
+    const b = new SqliteStore({ path: file });
+    stores.push(a, b);
+    for (let round = 0; round < 20; round++) {
+      const key = `race/${round}`;
+      const [x, y] = await Promise.all([
+        a.putIfAbsent(key, bytes(`a${round}`)),
+        b.putIfAbsent(key, bytes(`b${round}`)),
+      ]);
+      expect([x, y].filter(Boolean), key).toHaveLength(1);
+      const winner = x ? `a${round}` : `b${round}`;
+      expect(text(await a.get(key))).toBe(winner);
+      expect(text(await b.get(key))).toBe(winner);
+    }
+  });
+
+  it('waits busyTimeoutMs for another connection holding the write lock, then fails STORAGE; reads go on meanwhile', async () => {
+    const store = await freshStore({ busyTimeoutMs: 400 });
+    await store.putIfAbsent('busy/0', bytes('zero'));
+    const other = new Database(store.path);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const t0 = performance.now();
+      let settledAt: number | undefined;
+      const put = store.putIfAbsent('busy/1', bytes('one')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      void put.then(() => (settledAt = performance.now()));
+      // The writer thread waits for the lock; the reader thread answers meanwhile (WAL).
+      await new Promise((r) => setTimeout(r, 20));
+      expect(text(await store.get('busy/0'))).toBe('zero');
+      expect(await store.list('busy/')).toEqual(['busy/0']);
+      expect(settledAt, 'the reads were answered while the write waited').toBeUndefined();
+      const err = await put;
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(300);
+      expect(err).toBeInstanceOf(StatefoldError);
+      expect(err).toMatchObject({ code: 'STORAGE', key: 'busy/1', path: store.path });
+      expect((err as Error).message).toMatch(/^putIfAbsent busy\/1: .*locked/);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(await store.putIfAbsent('busy/1', bytes('one'))).toBe(true);
+  });
+
+  it('keeps what resolved once closed, and a new store on the file reads it', async () => {
+    const store = await freshStore();
+    await store.putIfAbsent('keep/a', bytes('a'));
+    await store.close();
+    await expect(store.get('keep/a')).rejects.toMatchObject({ code: 'STORAGE' });
+    // The last connection folded the WAL into the file and removed it.
+    expect((await readdir(path.dirname(store.path))).sort()).toEqual(['store.db']);
+    const again = new SqliteStore({ path: store.path });
+    stores.push(again);
+    expect(text(await again.get('keep/a'))).toBe('a');
+  });
+
+  it('creates the directory of the file on first write', async () => {
+    const dir = await freshDir();
+    const store = new SqliteStore({ path: path.join(dir, 'a', 'b', 'store.db') });
+    stores.push(store);
+    expect(await store.list('')).toEqual([]);
+    expect(await store.putIfAbsent('k/1', bytes('1'))).toBe(true);
+    expect(await store.list('')).toEqual(['k/1']);
+  });
+
+  it('creates nothing for reads of a file never written', async () => {
+    const dir = await freshDir();
+    const store = new SqliteStore({ path: path.join(dir, 'never.db') });
+    stores.push(store);
+    expect(await store.get('a/b')).toBeUndefined();
+    expect(await store.list('')).toEqual([]);
+    expect(await readdir(dir)).toEqual([]);
+  });
+});
+
+/** A store file holding a stream of 30 checkpoints (about 50 KB each, so that it spans many pages), closed. */
+async function filledStore(): Promise<string> {
+  const file = path.join(await freshDir(), 'filled.db');
+  const store = new SqliteStore({ path: file });
+  const engine = await SnapshotEngine.open<{ n: number; pad: string }>({
+    store,
+    stream: 'agent/damage',
+    policy: { baseEvery: 1 },
+  });
+  for (let n = 1; n <= 30; n++)
+    await engine.checkpoint({ n, pad: Array.from({ length: 6000 }, (_, j) => (j * n * 7919) % 10007).join(',') });
+  await engine.close();
+  await store.close();
+  // Everything is in the file itself: no WAL left to hold pages the tests damage.
+  expect(await readdir(path.dirname(file))).toEqual(['filled.db']);
+  return file;
+}
+
+async function expectCorruptFile(
+  file: string,
+  call: (s: SqliteStore) => Promise<unknown>,
+  what: string,
+): Promise<void> {
+  const store = new SqliteStore({ path: file });
+  stores.push(store);
+  const err = await call(store).then(
+    (v) => ({ resolved: v }),
+    (e: unknown) => e,
+  );
+  expect(err, what).toBeInstanceOf(StatefoldError);
+  expect((err as StatefoldError).code, `${what}: ${(err as Error).message}`).toBe('CORRUPT');
+  expect((err as StatefoldError).path, what).toBe(file);
+  expect((err as Error).message, what).toContain(file);
+}
+
+describe('sqlite store: a damaged database file', () => {
+  it('rejects CORRUPT naming the path for a file that is not a database', async () => {
+    const file = path.join(await freshDir(), 'garbage.db');
+    await writeFile(file, Buffer.alloc(8192, 0x5a));
+    await expectCorruptFile(file, (s) => s.get('a/b'), 'get');
+    await expectCorruptFile(file, (s) => s.list(''), 'list');
+    await expectCorruptFile(file, (s) => s.putIfAbsent('a/b', bytes('x')), 'putIfAbsent');
+  });
+
+  it('rejects CORRUPT naming the path for a file cut short, on every operation', async () => {
+    const file = await filledStore();
+    const size = (await stat(file)).size;
+    for (const keep of [size - 4096, Math.floor(size / 2), 4096, 100]) {
+      await truncate(file, keep);
+      await expectCorruptFile(file, (s) => s.list(''), `list, cut to ${keep} bytes`);
+      await expectCorruptFile(file, (s) => s.get('agent/x'), `get, cut to ${keep} bytes`);
+      await expectCorruptFile(file, (s) => s.putIfAbsent('a/b', bytes('x')), `putIfAbsent, cut to ${keep} bytes`);
+    }
+  });
+
+  it('rejects CORRUPT when pages inside the file are overwritten', async () => {
+    const file = await filledStore();
+    const size = (await stat(file)).size;
+    const handle = await open(file, 'r+');
+    // Every page but the first (the schema) filled with garbage.
+    await handle.write(Buffer.alloc(size - 4096, 0xa5), 0, size - 4096, 4096);
+    await handle.close();
+    await expectCorruptFile(file, (s) => restore(s, 'agent/damage'), 'restore');
+  });
+
+  it("rejects a stored value that was changed with the engine's CORRUPT, naming stream, seq and key", async () => {
+    const file = await filledStore();
+    const db = new Database(file);
+    const key = db
+      .prepare("SELECT key FROM statefold_objects WHERE key LIKE '%/log/%' ORDER BY key DESC LIMIT 1")
+      .get() as {
+      key: string;
+    };
+    expect(
+      db.prepare('UPDATE statefold_objects SET body = substr(body, 1, length(body) - 7) WHERE key = ?').run(key.key)
+        .changes,
+    ).toBe(1);
+    db.close();
+    const store = new SqliteStore({ path: file });
+    stores.push(store);
+    await expect(restore(store, 'agent/damage')).rejects.toMatchObject({
+      code: 'CORRUPT',
+      stream: 'agent/damage',
+      key: key.key,
+    });
+    // The checkpoints before it are intact.
+    expect((await restore<{ n: number }>(store, 'agent/damage', { seq: 29 })).state.n).toBe(29);
+    expect((await listCheckpoints(store, 'agent/damage')).length).toBeGreaterThanOrEqual(29);
+  });
+});
+
+describe('sqlite store: options', () => {
+  it('rejects malformed options with INVALID_ARGUMENT', () => {
+    for (const options of [
+      undefined,
+      {},
+      { path: '' },
+      { path: 'x.db', synchronous: 'off' },
+      { path: 'x.db', busyTimeoutMs: -1 },
+      { path: 'x.db', busyTimeoutMs: 1.5 },
+    ])
+      expect(() => new SqliteStore(options as never), JSON.stringify(options)).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
+  });
+});
+
+// better-sqlite3 is an optional peer dependency: an install without it must still load statefold,
+// and `statefold/sqlite` must say what to install (as test/adapters/s3-peer.test.ts for the AWS SDK).
+describe('sqlite store: better-sqlite3 is an optional peer', () => {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  it('fails to import statefold/sqlite without it, with a message that says what to install', async () => {
+    const dir = await freshDir();
+    const pkg = path.join(dir, 'node_modules', 'statefold');
+    await mkdir(pkg, { recursive: true });
+    await cp(path.join(root, 'package.json'), path.join(pkg, 'package.json'));
+    await cp(path.join(root, 'dist'), path.join(pkg, 'dist'), { recursive: true });
+    for (const name of await readdir(path.join(root, 'node_modules'))) {
+      if (name === 'better-sqlite3' || name.startsWith('.')) continue;
+      await symlink(path.join(root, 'node_modules', name), path.join(dir, 'node_modules', name));
+    }
+    const file = path.join(dir, 'probe.mjs');
+    await writeFile(
+      file,
+      `const sf = await import('statefold'); let out = [typeof sf.FileStore];
+try { await import('statefold/sqlite'); out.push('loaded'); }
+catch (e) { out.push(e.message, e.cause?.code); }
+console.log(JSON.stringify(out));\n`,
+    );
+    const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: dir });
+    expect(JSON.parse(stdout)).toEqual([
+      'function',
+      'statefold/sqlite needs the optional peer dependency better-sqlite3, which is not installed: run npm install better-sqlite3',
+      'MODULE_NOT_FOUND',
+    ]);
+  });
+});
