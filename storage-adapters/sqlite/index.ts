@@ -149,6 +149,11 @@ export class SqliteStore implements Store {
     return { ...this.#stats };
   }
 
+  /** Nothing to remove: the store keeps nothing under a stream but its rows (no temp files, no directories). */
+  async removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    throwIfAborted('removeLeftovers', prefix, options?.signal);
+  }
+
   /**
    * Answers the calls in flight, then closes the database (the last connection of the processes
    * folds the WAL into the file and removes it) and stops the threads. Calls after it reject STORAGE.
