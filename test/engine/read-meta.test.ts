@@ -42,7 +42,7 @@ describe('readCheckpointMeta', () => {
     for (let seq = 2; seq <= 12; seq++) {
       reset();
       expect(await readCheckpointMeta(store, 's', seq)).toEqual({ step: seq });
-      expect(count, `seq ${seq}`).toEqual({ get: 1, putIfAbsent: 0, list: 0, delete: 0 });
+      expect(count, `seq ${seq}`).toEqual({ get: 1, putIfAbsent: 0, list: 0, delete: 0, removeLeftovers: 0 });
     }
   });
 
@@ -115,7 +115,7 @@ describe('readCheckpointMeta', () => {
     ]) {
       await expect(call()).rejects.toSatisfy(code('INVALID_ARGUMENT'));
     }
-    expect(count).toEqual({ get: 0, putIfAbsent: 0, list: 0, delete: 0 });
+    expect(count).toEqual({ get: 0, putIfAbsent: 0, list: 0, delete: 0, removeLeftovers: 0 });
   });
 });
 
@@ -123,7 +123,7 @@ describe('checkEngineOptions', () => {
   it('accepts what SnapshotEngine.open accepts, touching no store', () => {
     const { store, count } = counting(new MemoryStore());
     checkEngineOptions({ store, stream: 's', policy: { baseEvery: 4 }, retention: { keepLast: 3 } });
-    expect(count).toEqual({ get: 0, putIfAbsent: 0, list: 0, delete: 0 });
+    expect(count).toEqual({ get: 0, putIfAbsent: 0, list: 0, delete: 0, removeLeftovers: 0 });
   });
 
   it('rejects what SnapshotEngine.open rejects, with the same INVALID_ARGUMENT', async () => {
