@@ -1,7 +1,7 @@
 /**
  * The snapshot engine: one writer of one stream, a thin facade over named parts.
  *
- *   open               claim the stream (writer/claim.ts), read its chain (restore/chain.ts)
+ *   open               claim the stream (writer/claim.ts), read its chain (restore/read-chain.ts)
  *   checkpoint(state)  capture (sync: diff + validate, capture/)
  *                      -> queue, in call order (writer/queue.ts)
  *                      -> encode (msgpack; base or delta by policy) -> frame (format/)
@@ -70,18 +70,18 @@ export class SnapshotEngine<S = unknown> {
     const identity = { epoch: claim.epoch, writer: claim.writer };
     const writer = new SlotWriter(store, keys, identity, limits);
     const onBase = (seq: number): void => this.#afterBase.committed(seq);
-    this.#queue = new CommitQueue(
+    this.#queue = new CommitQueue({
       keys,
       identity,
       policy,
-      opened.capturer,
+      capturer: opened.capturer,
       writer,
       onBase,
-      opened.head,
-      claim.nextKey,
-      opened.sealing,
-      opened.needBase,
-    );
+      head: opened.head,
+      nextKey: claim.nextKey,
+      sealing: opened.sealing,
+      needBase: opened.needBase,
+    });
     this.#trigger = new StepTrigger(policy);
     const host = {
       stream: this.stream,

@@ -16,7 +16,7 @@ import { highestKeyEpoch, listLog, tailKey } from '../log/listing.js';
 import type { ResolvedEngineOptions } from '../options.js';
 import { restoreIntact } from '../restore/skip-damaged.js';
 import type { Claim } from './claim.js';
-import type { Head } from './queue.js';
+import type { Head } from './head.js';
 import type { Opened } from './resume.js';
 
 /** What `SnapshotEngine.open({ repair: true })` did about a damaged newest chain (see `engine.repaired`). */

@@ -8,11 +8,11 @@ import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import { isStatefoldError } from '../errors.js';
 import type { SealingKey } from '../format/keyring.js';
 import type { ResolvedEngineOptions } from '../options.js';
-import { readChain, type ReadChain } from '../restore/chain.js';
+import { readChain, type ReadChain } from '../restore/read-chain.js';
 import { claimStream, type Claim } from './claim.js';
 import { vanished } from '../log/read.js';
 import { repair, withRepairHint, type Repair } from './repair.js';
-import { EMPTY_HEAD, type Head } from './queue.js';
+import { EMPTY_HEAD, type Head } from './head.js';
 
 export type { Repair } from './repair.js';
 
