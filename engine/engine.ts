@@ -1,7 +1,7 @@
 /**
  * The snapshot engine: one writer of one stream, a thin facade over named parts.
  *
- *   open               claim the stream (writer/claim.ts), read its chain (restore/read-chain.ts)
+ *   open               claim the stream (open/claim.ts), read its chain (restore/read-chain.ts)
  *   checkpoint(state)  capture (sync: diff + validate, capture/)
  *                      -> queue, in call order (writer/queue.ts)
  *                      -> encode (msgpack; base or delta by policy) -> frame (format/)
@@ -23,13 +23,13 @@ import {
 } from './options.js';
 import type { ResolvedPolicy } from './policy.js';
 import type { GcReport, Retention } from './retention.js';
-import type { Claim } from './writer/claim.js';
+import type { Claim } from './open/claim.js';
 import { SlotWriter } from './writer/commit.js';
-import { claimAndResume, type Opened, type Repair } from './writer/resume.js';
+import { claimAndResume, type Opened, type Repair } from './open/resume.js';
 import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
-import { MAX_PILED_FENCES, settlePile, type PileHost } from './writer/pile.js';
+import { MAX_PILED_FENCES, settlePile, type PileHost } from './open/pile.js';
 
 export type { CheckpointInfo } from './writer/queue.js';
 export type { EffectOptions } from './effects/runner.js';

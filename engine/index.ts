@@ -21,7 +21,7 @@ export { diffCheckpoints } from './ops/diff.js';
 export { listStreams } from './ops/streams.js';
 export { forkStream } from './ops/fork.js';
 export { deleteStream } from './ops/delete.js';
-export type { Repair } from './writer/resume.js';
+export type { Repair } from './open/resume.js';
 export type { DeleteStreamOptions, DeleteReport } from './ops/delete.js';
 export type { ForkOptions, ForkInfo } from './ops/fork.js';
 export type { ListStreamsOptions } from './ops/streams.js';

@@ -8,7 +8,7 @@ import type { Store } from '../../storage-adapters/store.js';
 const READ_BACK_TRIES = 5;
 
 /** Resolves after `ms` milliseconds. */
-function sleep(ms: number): Promise<void> {
+export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 

@@ -5,7 +5,8 @@
  * retry finds the key taken, and never let a late write of ours resurrect deleted history.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError, describeCause, isStatefoldError } from '../errors.js';
+import { StatefoldError, wrapStorage } from '../errors.js';
+import { sleep } from '../log/create.js';
 import { decodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { unlockFrame } from '../log/read.js';
@@ -102,19 +103,4 @@ export class SlotWriter {
 /** True when two byte arrays hold the same bytes (no copies). */
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return Buffer.compare(a, b) === 0;
-}
-
-/** A store failure during `op` as a STORAGE error naming stream, seq and key; other StatefoldErrors pass through. */
-export function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {
-  if (isStatefoldError(err) && err.code !== 'STORAGE') return err;
-  return new StatefoldError(
-    'STORAGE',
-    `${op} stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${describeCause(err)}`,
-    { stream, seq, key, cause: err },
-  );
-}
-
-/** Resolves after `ms` milliseconds. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -26,10 +26,10 @@ import type { StreamKeys } from '../log/keys.js';
 import { floorAbove, putFloor } from '../log/floor.js';
 import { newestSlotFrom, tailKey } from '../log/listing.js';
 import { vanished } from '../log/read.js';
-import { sleep, wrapStorage } from './commit.js';
+import { sleep } from '../log/create.js';
 import { putFence, type Identity, type LostTo } from './fence.js';
 import { fillBelow } from './fill.js';
-import { damagedTail, withRepairHint } from './repair.js';
+import { damagedTail, withRepairHint } from './damaged.js';
 
 /** A claimed stream: the committed view after the claim, and where this engine writes next. */
 export interface Claim {

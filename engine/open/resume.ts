@@ -11,22 +11,12 @@ import type { ResolvedEngineOptions } from '../options.js';
 import { readChain, type ReadChain } from '../restore/read-chain.js';
 import { claimStream, type Claim } from './claim.js';
 import { vanished } from '../log/read.js';
-import { repair, withRepairHint, type Repair } from './repair.js';
-import { EMPTY_HEAD, type Head } from './head.js';
+import { withRepairHint } from './damaged.js';
+import type { Opened } from './opened.js';
+import { repair } from './repair.js';
+import { EMPTY_HEAD, type Head } from '../writer/head.js';
 
-export type { Repair } from './repair.js';
-
-/** What an engine opens with. */
-export interface Opened {
-  head: Head;
-  capturer: Capturer;
-  ledger: Ledger;
-  sealing: SealingKey | undefined;
-  /** The first checkpoint must be a base (part of the newest chain is sealed with a key other than the current one). */
-  needBase: boolean;
-  /** Opened with `repair` on a damaged newest chain: what it started from instead, and what it passed over. */
-  repaired?: Repair;
-}
+export type { Opened, Repair } from './opened.js';
 
 /** Claims made by one open whose listed chain was deleted before it could be read, before it gives up. */
 const MAX_OPEN_ATTEMPTS = 4;

@@ -15,7 +15,7 @@ import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { openFrame, readFrame, unlockFrame } from '../log/read.js';
-import { wrapStorage } from './commit.js';
+import { wrapStorage } from '../errors.js';
 import { MAX_KEYS_PER_SLOT, createOrRecognise, fenceFrame, putFence, type Identity } from './fence.js';
 
 /**
