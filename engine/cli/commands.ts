@@ -1,11 +1,11 @@
 /** The CLI's commands: each reads its arguments, does one thing through the public API, and prints. */
 import { readFile, writeFile } from 'node:fs/promises';
 import cliProgress from 'cli-progress';
-import { diffCheckpoints } from '../ops/diff.js';
-import { deleteStream } from '../ops/delete.js';
-import { forkStream } from '../ops/fork.js';
-import { listStreams, live } from '../ops/streams.js';
-import { verifyStream } from '../ops/verify.js';
+import { diffCheckpoints } from '../admin/diff.js';
+import { deleteStream } from '../admin/delete.js';
+import { forkStream } from '../admin/fork.js';
+import { listStreams, live } from '../admin/streams.js';
+import { verifyStream } from '../admin/verify.js';
 import { listCheckpoints, restore } from '../restore/index.js';
 import { gc } from '../retention.js';
 import { StatefoldError } from '../errors.js';

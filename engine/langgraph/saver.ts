@@ -18,8 +18,8 @@ import { assertStore } from '../args.js';
 import type { PendingPolicy } from '../effects/ledger.js';
 import { isStatefoldError, StatefoldError } from '../errors.js';
 import { resolveEngineOptions, type EngineOptions } from '../options.js';
-import { deleteStream } from '../ops/delete.js';
-import { listStreams } from '../ops/streams.js';
+import { deleteStream } from '../admin/delete.js';
+import { listStreams } from '../admin/streams.js';
 import {
   assertPrefix,
   channelToPlain,
