@@ -8,6 +8,7 @@ import type { CommittedView } from '../log/committed.js';
 import { decodeFrame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { highestKeyEpoch, listLog, tailKey } from '../log/listing.js';
+import { listedThenGone } from '../log/read.js';
 
 /** A CORRUPT error of the newest chain, telling how to open anyway. */
 export function withRepairHint(err: StatefoldError): StatefoldError {
@@ -68,7 +69,11 @@ export async function damagedTail(
   if (above.length === 1) {
     const key = tailKey(above[0]!);
     const bytes = await store.get(key);
-    if (bytes === undefined) fail(`and the fence above it vanished while reading (open again)`);
+    if (bytes === undefined) {
+      const gone = await listedThenGone(store, keys, seq + 1, key);
+      if (gone !== undefined) throw gone;
+      fail(`and the fence above it vanished while reading (open again)`);
+    }
     const frame = decodeFrame(bytes!, { stream: keys.stream, key, seq: seq + 1 }, limits);
     if (frame.kind !== 'fence') fail(`yet seq ${seq + 1} holds a checkpoint`);
     nextKey = keys.afterFence(seq + 1, frame.header.epoch);

@@ -5,16 +5,15 @@
  * (log/chain.ts).
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError, corrupt } from '../errors.js';
+import { StatefoldError, corrupt, failure } from '../errors.js';
 import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import { decodeMeta, decodePayload, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
 import { gapsBetween, linkError, nextSpan, planChain, spanLengthError, type SpanState } from '../log/chain.js';
 import type { CommittedView } from '../log/committed.js';
 import { applyEntriesAt, applyLedger, checkpointKind, opLists, opsOf } from '../log/frames.js';
 import type { StreamKeys } from '../log/keys.js';
-import { floorAbove } from '../log/floor.js';
 import { tailKey, type Slot } from '../log/listing.js';
-import { mapLimit, readFrame, vanishedError } from '../log/read.js';
+import { listedThenGone, mapLimit, readFrame } from '../log/read.js';
 import { applyOps, PatchMismatch } from './fold.js';
 import type { Restored } from './types.js';
 /** What reading a chain gives: the public result, and what an engine opening the stream needs to go on writing it. */
@@ -102,30 +101,22 @@ function targetOf(view: CommittedView, seq: number | undefined): number {
   const slots = view.slots;
   const newest = slots[slots.length - 1];
   if (newest === undefined) {
-    throw new StatefoldError('NOT_FOUND', `stream ${JSON.stringify(stream)}: no checkpoint`, { stream });
+    throw failure('NOT_FOUND', { stream }, `no checkpoint`);
   }
   const target = seq ?? newest.seq;
   const oldest = slots[0]!.seq;
   if (target > newest.seq) {
-    throw new StatefoldError(
-      'NOT_FOUND',
-      `stream ${JSON.stringify(stream)} seq ${target}: beyond the newest checkpoint, ${newest.seq}`,
-      { stream, seq: target },
-    );
+    throw failure('NOT_FOUND', { stream, seq: target }, `beyond the newest checkpoint, ${newest.seq}`);
   }
   if (target < oldest) {
-    throw new StatefoldError(
+    throw failure(
       'NOT_FOUND',
-      `stream ${JSON.stringify(stream)} seq ${target}: removed by retention (the oldest retained checkpoint is ${oldest})`,
       { stream, seq: target },
+      `removed by retention (the oldest retained checkpoint is ${oldest})`,
     );
   }
   if (!view.slots.some((s) => s.seq === target)) {
-    throw new StatefoldError(
-      'NOT_FOUND',
-      `stream ${JSON.stringify(stream)} seq ${target}: not in the log (removed by retention)`,
-      { stream, seq: target },
-    );
+    throw failure('NOT_FOUND', { stream, seq: target }, `not in the log (removed by retention)`);
   }
   return target;
 }
@@ -148,19 +139,22 @@ function frameReader(
     const slot = bySeq.get(s);
     if (slot === undefined) {
       // Deleted after the log was listed, by retention that moved its floor past it: list again.
-      if (await floorAbove(store, keys, s, signal)) throw vanishedError(keys, s, keys.slot(s));
-      throw new StatefoldError(
-        'CORRUPT',
-        `stream ${JSON.stringify(keys.stream)} seq ${s}: missing from the log (a gap in the chain to seq ${target})`,
-        { stream: keys.stream, seq: s, key: keys.slot(s) },
+      throw (
+        (await listedThenGone(store, keys, s, keys.slot(s), signal)) ??
+        // The key in the details, not the message: no object was listed to name.
+        new StatefoldError(
+          'CORRUPT',
+          `stream ${JSON.stringify(keys.stream)} seq ${s}: missing from the log (a gap in the chain to seq ${target})`,
+          { stream: keys.stream, seq: s, key: keys.slot(s) },
+        )
       );
     }
     if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
     const frame = await (view.frames?.get(s) ?? readFrame(store, keys, s, tailKey(slot), limits, signal));
     // A fence where the listing had a checkpoint: the checkpoint was deleted since (a floor moved
     // past it; its fences are kept): list again.
-    if (frame.kind === 'fence' && (await floorAbove(store, keys, s, signal)))
-      throw vanishedError(keys, s, tailKey(slot));
+    const gone = frame.kind === 'fence' ? await listedThenGone(store, keys, s, tailKey(slot), signal) : undefined;
+    if (gone !== undefined) throw gone;
     return frame;
   };
 }
