@@ -24,7 +24,7 @@ import {
 import type { ResolvedPolicy } from './policy.js';
 import type { GcReport, Retention } from './retention.js';
 import type { Claim } from './open/claim.js';
-import { SlotWriter } from './writer/commit.js';
+import { Committer } from './writer/commit.js';
 import { claimAndResume, type Opened, type Repair } from './open/resume.js';
 import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
@@ -68,14 +68,14 @@ export class SnapshotEngine<S = unknown> {
     this.#lastMeta = opened.head.meta;
     this.#afterBase = new AfterBase(store, keys, options.retention, limits, policy.spanEvery);
     const identity = { epoch: claim.epoch, writer: claim.writer };
-    const writer = new SlotWriter(store, keys, identity, limits);
+    const committer = new Committer(store, keys, identity, limits);
     const onBase = (seq: number): void => this.#afterBase.committed(seq);
     this.#queue = new CommitQueue({
       keys,
       identity,
       policy,
       capturer: opened.capturer,
-      writer,
+      committer,
       onBase,
       head: opened.head,
       nextKey: claim.nextKey,

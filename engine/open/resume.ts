@@ -76,7 +76,7 @@ export async function resume(
     span: chain.span,
   };
   // After a key rotation the first checkpoint is a base in the new key: from then on the newest
-  // chain needs only that key, and the old one only history (retired once retention trims it).
+  // chain needs only that key, and the old one only history (retired once gc deletes that history).
   // (A chain can mix keys: fillers are sealed with the key of the engine that claimed.)
   const needBase = sealing !== undefined && [...chain.keyIds].some((id) => id !== sealing.id);
   return { head, capturer, ledger: chain.ledger, sealing, needBase };

@@ -11,8 +11,8 @@ import { decodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { unlockFrame } from '../log/read.js';
 
-/** Writes one engine's frames to their keys, remembering the key of a write whose outcome is unknown. */
-export class SlotWriter {
+/** Commits one engine's frames, each to its seq's key, remembering the key of a write whose outcome is unknown. */
+export class Committer {
   /** The key of a write whose outcome is unknown (it may yet land, or have landed). */
   #uncertainKey: string | undefined;
 
@@ -28,7 +28,7 @@ export class SlotWriter {
    * whose answer was lost), the landed frame when an earlier failed write of this engine is
    * there, and throws FENCED when another engine's frame is there.
    */
-  async write(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
+  async commit(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
     const stream = this.keys.stream;
     const there = await createOrRead(this.store, key, frame, undefined, {
       created: async () => {

@@ -19,7 +19,7 @@ import { opsVersion } from '../format/ops.js';
 import type { StreamKeys } from '../log/keys.js';
 import type { ResolvedPolicy } from '../policy.js';
 import { applyOps } from '../restore/fold.js';
-import type { SlotWriter } from './commit.js';
+import type { Committer } from './commit.js';
 import type { Head } from './head.js';
 
 /** What a committed checkpoint is. */
@@ -60,7 +60,7 @@ export interface CommitQueueOptions {
   policy: ResolvedPolicy;
   /** The capturer whose captures the tasks hold; told when the oldest capture still to encode moves on. */
   capturer: Capturer;
-  writer: SlotWriter;
+  committer: Committer;
   /** Called after each base commits, with its seq (hints and retention run behind bases). */
   onBase: (seq: number) => void;
   /** The last committed checkpoint when the engine opened. */
@@ -150,7 +150,7 @@ export class CommitQueue {
       const task = this.#tasks[0]!;
       try {
         if (this.#fenced) throw this.#fenced;
-        task.resolve(await this.#commit(task));
+        task.resolve(await this.#checkpoint(task));
       } catch (err) {
         if (isStatefoldError(err, 'FENCED')) this.#fenced ??= err;
         // The chain must not depend on what failed: the next commit is a full base.
@@ -163,12 +163,12 @@ export class CommitQueue {
   }
 
   /** Encodes and commits one task; retries on a later seq only when our own earlier write turns out to have landed. */
-  async #commit(task: Task): Promise<CheckpointInfo> {
+  async #checkpoint(task: Task): Promise<CheckpointInfo> {
     for (;;) {
       const plan = this.#plan();
       const { kind, frame, ops } = await this.#encode(task, plan);
       const key = this.#nextKey;
-      const outcome = await this.#o.writer.write(key, plan.seq, frame);
+      const outcome = await this.#o.committer.commit(key, plan.seq, frame);
       if (outcome === 'ours') return this.#committed(task, plan, key, kind, frame, ops);
       this.#adoptLanded(outcome, key, plan.seq);
     }
