@@ -91,7 +91,11 @@ describe('architecture: the module map', () => {
     expect(climbing).toEqual([]);
   });
 
-  it('keeps the read side off the write side: format/, log/, restore/ and retention import no capture, writer or effect runner', () => {
+  it('keeps the commit path off the open path: writer/ imports nothing from open/', () => {
+    expect(importsOf(under('engine/writer')).filter(([, to]) => under('engine/open')(to))).toEqual([]);
+  });
+
+  it('keeps the read side off the write side: format/, log/, restore/ and retention import no capture, writer, open or effect runner', () => {
     const readSide = under(
       'engine/format',
       'engine/log',
@@ -103,6 +107,7 @@ describe('architecture: the module map', () => {
     const writeSide = under(
       'engine/capture',
       'engine/writer',
+      'engine/open',
       'engine/effects/runner.ts',
       'engine/engine.ts',
       'engine/options.ts',
