@@ -13,7 +13,7 @@ import type { Store } from '../storage-adapters/store.js';
 import { captureValue, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
 import type { EffectRecord } from './effects/ledger.js';
 import { EffectRunner, type EffectOptions } from './effects/runner.js';
-import { StatefoldError, describeValue, isStatefoldError } from './errors.js';
+import { StatefoldError, describeValue, failure, isStatefoldError } from './errors.js';
 import { decodeValue, encodeValue } from './format/values.js';
 import {
   resolveEngineOptions,
@@ -216,11 +216,7 @@ export class SnapshotEngine<S = unknown> {
    */
   async close(): Promise<void> {
     if (this.#lifecycle !== 'open') {
-      throw new StatefoldError(
-        'CLOSED',
-        `close stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`,
-        { stream: this.stream },
-      );
+      throw failure('CLOSED', { op: 'close', stream: this.stream }, `the engine is ${this.#lifecycle}`);
     }
     this.#lifecycle = 'closing';
     const errors: unknown[] = [];
@@ -276,11 +272,7 @@ export class SnapshotEngine<S = unknown> {
 
   #assertOpen(op: string): void {
     if (this.#lifecycle !== 'open') {
-      throw new StatefoldError(
-        'CLOSED',
-        `${op} stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`,
-        { stream: this.stream },
-      );
+      throw failure('CLOSED', { op: op, stream: this.stream }, `the engine is ${this.#lifecycle}`);
     }
     const fenced = this.#queue.fenced;
     if (fenced) throw fenced;
