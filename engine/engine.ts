@@ -1,7 +1,7 @@
 /**
  * The snapshot engine: one writer of one stream, a thin facade over named parts.
  *
- *   open               claim the stream (writer/claim.ts), read its chain (restore/chain.ts)
+ *   open               claim the stream (open/claim.ts), read its chain (restore/read-chain.ts)
  *   checkpoint(state)  capture (sync: diff + validate, capture/)
  *                      -> queue, in call order (writer/queue.ts)
  *                      -> encode (msgpack; base or delta by policy) -> frame (format/)
@@ -13,7 +13,7 @@ import type { Store } from '../storage-adapters/store.js';
 import { captureValue, thaw, type Capture, type Capturer, type UpdateMode } from './capture/index.js';
 import type { EffectRecord } from './effects/ledger.js';
 import { EffectRunner, type EffectOptions } from './effects/runner.js';
-import { StatefoldError, describeValue, isStatefoldError } from './errors.js';
+import { StatefoldError, describeValue, failure, isStatefoldError } from './errors.js';
 import { decodeValue, encodeValue } from './format/values.js';
 import {
   resolveEngineOptions,
@@ -23,13 +23,13 @@ import {
 } from './options.js';
 import type { ResolvedPolicy } from './policy.js';
 import type { GcReport, Retention } from './retention.js';
-import type { Claim } from './writer/claim.js';
-import { SlotWriter } from './writer/commit.js';
-import { claimAndResume, type Opened, type Repair } from './writer/resume.js';
+import type { Claim } from './open/claim.js';
+import { Committer } from './writer/commit.js';
+import { claimAndResume, type Opened, type Repair } from './open/resume.js';
 import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
-import { MAX_PILED_FENCES, settlePile, type PileHost } from './writer/pile.js';
+import { MAX_PILED_FENCES, settlePile, type PileHost } from './open/pile.js';
 
 export type { CheckpointInfo } from './writer/queue.js';
 export type { EffectOptions } from './effects/runner.js';
@@ -68,20 +68,20 @@ export class SnapshotEngine<S = unknown> {
     this.#lastMeta = opened.head.meta;
     this.#afterBase = new AfterBase(store, keys, options.retention, limits, policy.spanEvery);
     const identity = { epoch: claim.epoch, writer: claim.writer };
-    const writer = new SlotWriter(store, keys, identity, limits);
+    const committer = new Committer(store, keys, identity, limits);
     const onBase = (seq: number): void => this.#afterBase.committed(seq);
-    this.#queue = new CommitQueue(
+    this.#queue = new CommitQueue({
       keys,
       identity,
       policy,
-      opened.capturer,
-      writer,
+      capturer: opened.capturer,
+      committer,
       onBase,
-      opened.head,
-      claim.nextKey,
-      opened.sealing,
-      opened.needBase,
-    );
+      head: opened.head,
+      nextKey: claim.nextKey,
+      sealing: opened.sealing,
+      needBase: opened.needBase,
+    });
     this.#trigger = new StepTrigger(policy);
     const host = {
       stream: this.stream,
@@ -216,11 +216,7 @@ export class SnapshotEngine<S = unknown> {
    */
   async close(): Promise<void> {
     if (this.#lifecycle !== 'open') {
-      throw new StatefoldError(
-        'CLOSED',
-        `close stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`,
-        { stream: this.stream },
-      );
+      throw failure('CLOSED', { op: 'close', stream: this.stream }, `the engine is ${this.#lifecycle}`);
     }
     this.#lifecycle = 'closing';
     const errors: unknown[] = [];
@@ -276,11 +272,7 @@ export class SnapshotEngine<S = unknown> {
 
   #assertOpen(op: string): void {
     if (this.#lifecycle !== 'open') {
-      throw new StatefoldError(
-        'CLOSED',
-        `${op} stream ${JSON.stringify(this.stream)}: the engine is ${this.#lifecycle}`,
-        { stream: this.stream },
-      );
+      throw failure('CLOSED', { op: op, stream: this.stream }, `the engine is ${this.#lifecycle}`);
     }
     const fenced = this.#queue.fenced;
     if (fenced) throw fenced;

@@ -64,6 +64,34 @@ function importsOf(where: (file: string) => boolean): [string, string][] {
   return modules.filter((m) => where(m.file)).flatMap((m) => m.imports.map((to): [string, string] => [m.file, to]));
 }
 
+/**
+ * One import cycle of `graph` (module -> the modules it imports), as the path that closes it
+ * (first module repeated last), or undefined when there is none. A depth-first search that keeps
+ * the path it is on: an edge back into that path is a cycle.
+ */
+function findCycle(graph: ReadonlyMap<string, readonly string[]>): string[] | undefined {
+  const done = new Set<string>();
+  const onPath: string[] = [];
+  const visit = (node: string): string[] | undefined => {
+    const at = onPath.indexOf(node);
+    if (at >= 0) return [...onPath.slice(at), node];
+    if (done.has(node)) return undefined;
+    onPath.push(node);
+    for (const next of graph.get(node) ?? []) {
+      const cycle = visit(next);
+      if (cycle) return cycle;
+    }
+    onPath.pop();
+    done.add(node);
+    return undefined;
+  };
+  for (const node of graph.keys()) {
+    const cycle = visit(node);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
 const under =
   (...dirs: string[]) =>
   (file: string) =>
@@ -108,7 +136,11 @@ describe('architecture: the module map', () => {
     expect(climbing).toEqual([]);
   });
 
-  it('keeps the read side off the write side: format/, log/, restore/ and retention import no capture, writer or effect runner', () => {
+  it('keeps the commit path off the open path: writer/ imports nothing from open/', () => {
+    expect(importsOf(under('engine/writer')).filter(([, to]) => under('engine/open')(to))).toEqual([]);
+  });
+
+  it('keeps the read side off the write side: format/, log/, restore/ and retention import no capture, writer, open or effect runner', () => {
     const readSide = under(
       'engine/format',
       'engine/log',
@@ -120,6 +152,7 @@ describe('architecture: the module map', () => {
     const writeSide = under(
       'engine/capture',
       'engine/writer',
+      'engine/open',
       'engine/effects/runner.ts',
       'engine/engine.ts',
       'engine/options.ts',
@@ -131,6 +164,24 @@ describe('architecture: the module map', () => {
   it('keeps the frame format below the log: format/ imports only format/, value.ts and errors', () => {
     const allowed = under('engine/format', 'engine/value.ts', 'engine/errors.ts', 'storage-adapters/errors.ts');
     expect(importsOf(under('engine/format')).filter(([, to]) => !allowed(to))).toEqual([]);
+  });
+
+  it('finds an import cycle when there is one, and none when there is not', () => {
+    const graph = new Map([
+      ['a', ['b']],
+      ['b', ['c', 'd']],
+      ['c', []],
+      ['d', ['b']],
+    ]);
+    expect(findCycle(graph)).toEqual(['b', 'd', 'b']);
+    graph.set('d', ['c']);
+    expect(findCycle(graph)).toBeUndefined();
+    expect(findCycle(new Map([['self', ['self']]]))).toEqual(['self', 'self']);
+  });
+
+  it('has no import cycle among engine/ and storage-adapters/ sources (type-only imports included)', () => {
+    const graph = new Map(modules.map((m) => [m.file, m.imports]));
+    expect(findCycle(graph)).toBeUndefined();
   });
 
   it(`keeps every source file under ${MAX_LINES} lines`, () => {

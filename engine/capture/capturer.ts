@@ -33,8 +33,20 @@ export abstract class Capturer {
   #state: unknown = undefined;
   #hasState = false;
   #nextId = 1;
+  #oldestUnencoded = Infinity;
+
   /** Lowest capture id whose encoding may still read leaf versions (immutable mode): older versions can be dropped. */
-  oldestUnencoded = Infinity;
+  get oldestUnencoded(): number {
+    return this.#oldestUnencoded;
+  }
+
+  /**
+   * Told by the commit queue which capture it encodes next (`id`; Infinity when none waits): leaf
+   * versions only captures before it would read can be dropped.
+   */
+  encodingFrom(id: number): void {
+    this.#oldestUnencoded = id;
+  }
 
   /** The last captured state (frozen; never mutate it); undefined before the first capture. */
   get state(): unknown {

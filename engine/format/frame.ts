@@ -33,7 +33,7 @@
  * apart from a failed authentication.
  */
 import { crc32 } from 'node:zlib';
-import { StatefoldError } from '../errors.js';
+import { StatefoldError, corrupt } from '../errors.js';
 import { FIXED, FLAG_SEALED, FLAG_SECRET, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
 import { COMPRESSIONS, asBuffer } from './compression.js';
 import {
@@ -161,15 +161,7 @@ export interface FrameOrigin {
  */
 export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: FrameReading = DEFAULT_LIMITS): Frame {
   const fail = (why: string): never => {
-    throw new StatefoldError(
-      'CORRUPT',
-      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): ${why}`,
-      {
-        stream: origin.stream,
-        seq: origin.seq,
-        key: origin.key,
-      },
-    );
+    throw corrupt(origin.stream, origin.seq, origin.key, why);
   };
   const buf = asBuffer(bytes);
   if (buf.byteLength < FIXED + TRAILER)
@@ -244,11 +236,7 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
 export function unsealFrame(frame: Frame, key: Uint8Array, origin: FrameOrigin, limits: FrameLimits): void {
   if (frame.locked === undefined) return;
   const fail = (why: string, cause?: unknown): never => {
-    throw new StatefoldError(
-      'CORRUPT',
-      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): ${why}`,
-      { stream: origin.stream, seq: origin.seq, key: origin.key, cause },
-    );
+    throw corrupt(origin.stream, origin.seq, origin.key, why, cause);
   };
   let opened: { secret: Uint8Array; payload: Uint8Array };
   try {
@@ -322,11 +310,7 @@ export function decodeRaw(raw: Uint8Array, origin: FrameOrigin): unknown {
 }
 
 function undecodable(origin: FrameOrigin, err: unknown): StatefoldError {
-  return new StatefoldError(
-    'CORRUPT',
-    `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable payload: ${(err as Error).message}`,
-    { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err },
-  );
+  return corrupt(origin.stream, origin.seq, origin.key, `undecodable payload: ${(err as Error).message}`, err);
 }
 
 /** Decodes a frame header's meta (undefined when none was stored). */
@@ -336,10 +320,6 @@ export function decodeMeta(frame: Frame, origin: FrameOrigin): unknown {
   try {
     return decodeValue(frame.header.meta);
   } catch (err) {
-    throw new StatefoldError(
-      'CORRUPT',
-      `stream ${JSON.stringify(origin.stream)} seq ${origin.seq} (${origin.key}): undecodable meta`,
-      { stream: origin.stream, seq: origin.seq, key: origin.key, cause: err },
-    );
+    throw corrupt(origin.stream, origin.seq, origin.key, 'undecodable meta', err);
   }
 }

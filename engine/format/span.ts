@@ -14,20 +14,6 @@
 /** The format version of a span delta. */
 export const SPAN_VERSION = 4;
 
-/**
- * The seqs a restore of `target` folds, in a chain from `base` with span length `every`
- * (undefined: no span deltas): the base, each span position after it, then every seq after the
- * last position; every seq from the base when there are no span deltas.
- */
-export function spanPath(base: number, every: number | undefined, target: number): number[] {
-  const step = every ?? 1;
-  const lastPoint = target - ((target - base) % step);
-  const path: number[] = [];
-  for (let s = base; s < lastPoint; s += step) path.push(s);
-  for (let s = lastPoint; s <= target; s++) path.push(s);
-  return path;
-}
-
 /** The payload of a span delta: `raws` (each the msgpack of one seq's operations) as an array of bins. */
 export function encodeSpan(raws: readonly Uint8Array[]): Uint8Array {
   let size = containerHeader(raws.length);

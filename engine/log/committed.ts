@@ -19,7 +19,7 @@ export interface CommittedView {
   tailFrame: Frame | undefined;
   /** Frames already being read, by seq (the hinted listing reads them all at once); readers use them. */
   frames?: Map<number, Promise<Frame>>;
-  /** The slot of a delete fence found above every committed slot: the stream was deleted up to it (ops/delete.ts). */
+  /** The slot of a delete fence found above every committed slot: the stream was deleted up to it (admin/delete.ts). */
   deletedAt?: number;
 }
 

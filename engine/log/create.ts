@@ -8,8 +8,19 @@ import type { Store } from '../../storage-adapters/store.js';
 const READ_BACK_TRIES = 5;
 
 /** Resolves after `ms` milliseconds. */
-function sleep(ms: number): Promise<void> {
+export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** What a caller of createOrRead learns besides the result, and how its failures read. */
+export interface CreateHooks {
+  /** Runs when this call's own create landed (not when an earlier try's is found there). */
+  created?: () => Promise<void>;
+  /**
+   * The error to throw for a store failure: of the create (`create`: its outcome unknown, and it
+   * did not read back as ours) or of reading back a key found taken (`read-back`). Default: as is.
+   */
+  fail?: (err: unknown, phase: 'create' | 'read-back') => unknown;
 }
 
 /**
@@ -25,8 +36,10 @@ export async function createOrRead(
   key: string,
   body: Uint8Array,
   signal?: AbortSignal,
+  hooks: CreateHooks = {},
 ): Promise<'ours' | Uint8Array | undefined> {
   const opt = signal ? { signal } : undefined;
+  const fail = hooks.fail ?? ((err: unknown) => err);
   for (let attempt = 0; ; attempt++) {
     let created: boolean;
     try {
@@ -34,10 +47,18 @@ export async function createOrRead(
     } catch (err) {
       const there = await store.get(key, opt).catch(() => undefined);
       if (there !== undefined && Buffer.compare(there, body) === 0) return 'ours';
-      throw err;
+      throw fail(err, 'create');
     }
-    if (created) return 'ours';
-    const there = await store.get(key, opt);
+    if (created) {
+      await hooks.created?.();
+      return 'ours';
+    }
+    let there: Uint8Array | undefined;
+    try {
+      there = await store.get(key, opt);
+    } catch (err) {
+      throw fail(err, 'read-back');
+    }
     if (there !== undefined) return Buffer.compare(there, body) === 0 ? 'ours' : there;
     if (attempt + 1 >= READ_BACK_TRIES) return undefined;
     await sleep(10 * 2 ** attempt * (0.5 + Math.random()));

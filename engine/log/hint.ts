@@ -8,7 +8,7 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
 import type { Frame, FrameReading } from '../format/frame.js';
-import { spanPath } from '../format/span.js';
+import { spanPath } from './chain.js';
 import { committedView, type CommittedView } from './committed.js';
 import type { StreamKeys } from './keys.js';
 import { listLog, tailKey, type Slot } from './listing.js';
@@ -50,7 +50,7 @@ export async function readHint(
 
 /**
  * The slots a restore of the newest listed seq reads, for a chain from `base` with span length
- * `span` (see restore/chain.ts): the base, each span position, the seqs after the last; every
+ * `span` (see restore/read-chain.ts): the base, each span position, the seqs after the last; every
  * slot when there are no span deltas.
  */
 function pathOf(slots: Slot[], base: number, span: number | undefined): Slot[] {

@@ -6,14 +6,19 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError } from '../errors.js';
 import { decodeFrame, unsealFrame, type Frame, type FrameOrigin, type FrameReading } from '../format/frame.js';
+import { floorAbove } from './floor.js';
 import type { StreamKeys } from './keys.js';
 
-/** Marks a NOT_FOUND thrown because a listed object was deleted between the listing and the read. */
-export const VANISHED = Symbol('statefold.vanished');
+/**
+ * The NOT_FOUND of an object that was listed and then deleted before it could be read: its class
+ * is how readers tell it from any other NOT_FOUND (then they list again). Not exported: callers see
+ * a StatefoldError.
+ */
+class Vanished extends StatefoldError {}
 
 /** True when `err` says a listed object was deleted before it could be read (list again). */
 export function vanished(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as Record<symbol, unknown>)[VANISHED] === true;
+  return err instanceof Vanished;
 }
 
 /** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
@@ -32,13 +37,28 @@ export async function readFrame(
 
 /** The NOT_FOUND of an object listed at `key` of slot `seq` and gone before it was read (see vanished). */
 export function vanishedError(keys: StreamKeys, seq: number, key: string): StatefoldError {
-  const err = new StatefoldError(
+  return new Vanished(
     'NOT_FOUND',
     `stream ${JSON.stringify(keys.stream)} seq ${seq}: object ${key} vanished while reading (removed by retention?)`,
     { stream: keys.stream, seq, key },
   );
-  Object.defineProperty(err, VANISHED, { value: true });
-  return err;
+}
+
+/**
+ * The one rule for an object a listing named (or a seq it had) that is not there when read: it
+ * is deleted history when a retention floor above `seq` is recorded now (retention and
+ * deleteStream write one before deleting anything below it), and then this returns the NOT_FOUND
+ * that makes readers list again. Otherwise undefined: the stream's own rules never deleted it, and
+ * the caller throws the error that fits (a gap in a chain is CORRUPT).
+ */
+export async function listedThenGone(
+  store: Store,
+  keys: StreamKeys,
+  seq: number,
+  key: string,
+  signal?: AbortSignal,
+): Promise<StatefoldError | undefined> {
+  return (await floorAbove(store, keys, seq, signal)) ? vanishedError(keys, seq, key) : undefined;
 }
 
 /**

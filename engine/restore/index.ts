@@ -13,7 +13,7 @@ import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
 import { seqView } from '../log/range.js';
 import { relistOnVanish } from '../log/read.js';
-import { readChain } from './chain.js';
+import { readChain } from './read-chain.js';
 import { restoreIntact } from './skip-damaged.js';
 import type { Restored, RestoreOptions } from './types.js';
 

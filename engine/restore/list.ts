@@ -23,7 +23,7 @@ import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { floorAbove } from '../log/floor.js';
 import { mapLimit, readFrame, relistOnVanish, vanished, vanishedError } from '../log/read.js';
-import { applyLedger, checkpointKind } from './chain.js';
+import { applyLedger, checkpointKind } from '../log/frames.js';
 import type { ListCheckpointsOptions, ListedCheckpoint } from './types.js';
 
 /**

@@ -3,7 +3,7 @@
  * retention, one gc at a time.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError } from '../errors.js';
+import { failure } from '../errors.js';
 import type { FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { gc, type GcReport, type Retention } from '../retention.js';
@@ -52,11 +52,7 @@ export class AfterBase {
   run(retention: Retention | undefined = this.retention): Promise<GcReport> {
     if (retention === undefined) {
       return Promise.reject(
-        new StatefoldError(
-          'INVALID_ARGUMENT',
-          `gc stream ${JSON.stringify(this.stream)}: no retention given and none set at open`,
-          { stream: this.stream },
-        ),
+        failure('INVALID_ARGUMENT', { op: 'gc', stream: this.stream }, `no retention given and none set at open`),
       );
     }
     // The store is already behind the engine's error boundary: no second timeout. gc reads only

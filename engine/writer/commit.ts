@@ -5,13 +5,14 @@
  * retry finds the key taken, and never let a late write of ours resurrect deleted history.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError, describeCause, isStatefoldError } from '../errors.js';
+import { failure, wrapStorage } from '../errors.js';
+import { createOrRead } from '../log/create.js';
 import { decodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { unlockFrame } from '../log/read.js';
 
-/** Writes one engine's frames to their keys, remembering the key of a write whose outcome is unknown. */
-export class SlotWriter {
+/** Commits one engine's frames, each to its seq's key, remembering the key of a write whose outcome is unknown. */
+export class Committer {
   /** The key of a write whose outcome is unknown (it may yet land, or have landed). */
   #uncertainKey: string | undefined;
 
@@ -27,53 +28,36 @@ export class SlotWriter {
    * whose answer was lost), the landed frame when an earlier failed write of this engine is
    * there, and throws FENCED when another engine's frame is there.
    */
-  async write(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
+  async commit(key: string, seq: number, frame: Uint8Array): Promise<'ours' | Frame> {
     const stream = this.keys.stream;
-    let there: Uint8Array | undefined;
-    for (let attempt = 0; ; attempt++) {
-      let created: boolean;
-      try {
-        created = await this.store.putIfAbsent(key, frame);
-      } catch (err) {
-        // The write may have landed before the error: look before reporting failure.
-        const landed = await this.store.get(key).catch(() => undefined);
-        if (landed !== undefined && sameBytes(landed, frame)) return 'ours';
-        // It may still land (a request that timed out), or have landed and later be deleted.
-        this.#uncertainKey = key;
-        throw wrapStorage(err, stream, seq, key, 'commit');
-      }
-      if (created) {
+    const there = await createOrRead(this.store, key, frame, undefined, {
+      created: async () => {
         if (this.#uncertainKey === key) await this.#checkNotStale(key, seq);
         this.#uncertainKey = undefined;
-        return 'ours';
-      }
-      try {
-        there = await this.store.get(key);
-      } catch (err) {
-        throw wrapStorage(err, stream, seq, key, 'commit (reading back a key found taken)');
-      }
-      if (there !== undefined) break;
-      // "Exists" yet nothing to read: a conditional write that lost a race to a write that then
-      // failed (S3's 409 ConditionalRequestConflict). The key may be free again: try again.
-      if (attempt >= 4) {
-        throw new StatefoldError(
-          'STORAGE',
-          `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): the store keeps reporting the key exists but it cannot be read`,
-          { stream, seq, key },
-        );
-      }
-      await sleep(10 * 2 ** attempt * (0.5 + Math.random()));
-    }
-    if (sameBytes(there, frame)) return 'ours';
+      },
+      fail: (err, phase) => {
+        if (phase === 'read-back') return wrapStorage(err, stream, seq, key, 'commit (reading back a key found taken)');
+        // It may still land (a request that timed out), or have landed and later be deleted.
+        this.#uncertainKey = key;
+        return wrapStorage(err, stream, seq, key, 'commit');
+      },
+    });
+    if (there === 'ours') return 'ours';
+    if (there === undefined)
+      throw failure(
+        'STORAGE',
+        { op: 'commit', stream, seq, key },
+        'the store keeps reporting the key exists but it cannot be read',
+      );
     const origin = { stream, key, seq };
     const other = decodeFrame(there, origin, this.limits);
     // Ours (an earlier try that landed): the caller rebuilds its state from it, so open it.
     if (other.header.writer === this.identity.writer && other.kind !== 'fence')
       return unlockFrame(other, origin, this.limits);
-    throw new StatefoldError(
+    throw failure(
       'FENCED',
-      `commit stream ${JSON.stringify(stream)} seq ${seq} (${key}): taken by another engine (its epoch ${other.header.epoch}, ours ${this.identity.epoch}); this engine may no longer write`,
-      { stream, seq, key },
+      { op: 'commit', stream, seq, key },
+      `taken by another engine (its epoch ${other.header.epoch}, ours ${this.identity.epoch}); this engine may no longer write`,
     );
   }
 
@@ -91,30 +75,10 @@ export class SlotWriter {
     const floors = await this.store.list(keys.floors);
     if (!floors.some((k) => (keys.parseFloor(k) ?? 0) > seq)) return;
     await this.store.delete(key).catch(() => undefined);
-    throw new StatefoldError(
+    throw failure(
       'FENCED',
-      `commit stream ${JSON.stringify(keys.stream)} seq ${seq} (${key}): the stream has moved past this engine (newer seqs exist, and this seq's earlier copy was deleted by retention); this engine may no longer write`,
-      { stream: keys.stream, seq, key },
+      { op: 'commit', stream: keys.stream, seq, key },
+      "the stream has moved past this engine (newer seqs exist, and this seq's earlier copy was deleted by retention); this engine may no longer write",
     );
   }
-}
-
-/** True when two byte arrays hold the same bytes (no copies). */
-export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.compare(a, b) === 0;
-}
-
-/** A store failure during `op` as a STORAGE error naming stream, seq and key; other StatefoldErrors pass through. */
-export function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {
-  if (isStatefoldError(err) && err.code !== 'STORAGE') return err;
-  return new StatefoldError(
-    'STORAGE',
-    `${op} stream ${JSON.stringify(stream)} seq ${seq} (${key}): ${describeCause(err)}`,
-    { stream, seq, key, cause: err },
-  );
-}
-
-/** Resolves after `ms` milliseconds. */
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

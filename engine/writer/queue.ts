@@ -8,17 +8,19 @@ import type { Capture, Capturer } from '../capture/index.js';
 import { thaw } from '../capture/index.js';
 import { ledgerEntries, type Ledger, type LedgerEntry } from '../effects/ledger.js';
 import { isStatefoldError, type StatefoldError } from '../errors.js';
-import { decodePayload, SPAN_VERSION, type FrameHeader, type FrameKind } from '../format/frame.js';
+import { decodePayload, SPAN_VERSION, type Frame, type FrameHeader, type FrameKind } from '../format/frame.js';
 import type { SealingKey } from '../format/keyring.js';
 import { encodeFrameOffThread, frameOffThread } from '../format/offload.js';
 import { encodeSpan } from '../format/span.js';
 import { encodeValueInSlices } from '../format/sliced.js';
-import { ownOps, type SpanHead } from '../restore/chain.js';
+import { ownOps } from '../log/frames.js';
+import { canJump, nextSpan, type SpanState } from '../log/chain.js';
 import { opsVersion } from '../format/ops.js';
 import type { StreamKeys } from '../log/keys.js';
 import type { ResolvedPolicy } from '../policy.js';
 import { applyOps } from '../restore/fold.js';
-import type { SlotWriter } from './commit.js';
+import type { Committer } from './commit.js';
+import type { Head } from './head.js';
 
 /** What a committed checkpoint is. */
 export interface CheckpointInfo {
@@ -51,36 +53,40 @@ export interface Task {
   reject(err: unknown): void;
 }
 
-/** What the engine knows of the stream's last committed checkpoint. */
-export interface Head {
-  seq: number;
-  /** CRC-32 of its frame: the next delta's `parent`. */
-  crc: number;
-  /** Its captured state; undefined for a new stream, or when unknown (then the next checkpoint must be a base). */
-  state: unknown;
-  /** Its meta, encoded. */
-  meta: Uint8Array | undefined;
-  baseSeq: number;
-  /** Stored sizes of its chain's base and of the deltas since (the base policy's size trigger). */
-  baseBytes: number;
-  deltaBytes: number;
-  /** A chain written with span deltas: what its next span delta needs. */
-  span?: SpanHead | undefined;
+/** What a commit queue works with: who writes, how, where it starts, and whom it tells. */
+export interface CommitQueueOptions {
+  keys: StreamKeys;
+  identity: { epoch: number; writer: string };
+  policy: ResolvedPolicy;
+  /** The capturer whose captures the tasks hold; told when the oldest capture still to encode moves on. */
+  capturer: Capturer;
+  committer: Committer;
+  /** Called after each base commits, with its seq (hints and retention run behind bases). */
+  onBase: (seq: number) => void;
+  /** The last committed checkpoint when the engine opened. */
+  head: Head;
+  /** The key of the first commit (the one after the engine's fence). */
+  nextKey: string;
+  /** The key every frame is sealed with (an encrypted stream), else undefined. */
+  sealing: SealingKey | undefined;
+  /** Whether the first commit must be a base (the newest chain's base was sealed with another key). */
+  needBase: boolean;
 }
 
-/** The head of a stream with no checkpoint. */
-export const EMPTY_HEAD: Head = Object.freeze({
-  seq: 0,
-  crc: 0,
-  state: undefined,
-  meta: undefined,
-  baseSeq: 0,
-  baseBytes: 0,
-  deltaBytes: 0,
-});
+/** How the next seq is written: its seq, the chain's span length, and the span delta it can be, if any. */
+interface Plan {
+  seq: number;
+  /** The policy's span length (1: no span deltas). */
+  every: number;
+  /** The chain's span state, when the chain has the policy's span length. */
+  span: SpanState | undefined;
+  /** Whether the seq, written as a delta, is a span delta jumping from `span`'s position. */
+  spanning: boolean;
+}
 
 /** Commits tasks in order; remembers the head, and whether this engine has been fenced. */
 export class CommitQueue {
+  readonly #o: Omit<CommitQueueOptions, 'head' | 'nextKey' | 'needBase'>;
   #head: Head;
   /** The key the next commit goes to. */
   #nextKey: string;
@@ -89,21 +95,9 @@ export class CommitQueue {
   #draining: Promise<void> | undefined;
   #fenced: StatefoldError | undefined;
 
-  constructor(
-    private readonly keys: StreamKeys,
-    private readonly identity: { epoch: number; writer: string },
-    private readonly policy: ResolvedPolicy,
-    private readonly capturer: Capturer,
-    private readonly writer: SlotWriter,
-    /** Called after each base commits, with its seq (hints and retention run behind bases). */
-    private readonly onBase: (seq: number) => void,
-    head: Head,
-    nextKey: string,
-    /** The key every frame is sealed with (an encrypted stream), else undefined. */
-    private readonly sealing: SealingKey | undefined,
-    /** Whether the first commit must be a base (the newest chain's base was sealed with another key). */
-    needBase: boolean,
-  ) {
+  constructor(options: CommitQueueOptions) {
+    const { head, nextKey, needBase, ...rest } = options;
+    this.#o = rest;
     this.#head = head;
     this.#nextKey = nextKey;
     this.#needBase = needBase;
@@ -132,8 +126,7 @@ export class CommitQueue {
   /** Queues a task; it commits after every task queued before it. */
   push(task: Task): void {
     this.#tasks.push(task);
-    // Leaf versions older than the oldest capture still to be encoded can be dropped.
-    this.capturer.oldestUnencoded = this.#tasks[0]!.capture.id;
+    this.#o.capturer.encodingFrom(this.#tasks[0]!.capture.id);
     this.#kick();
   }
 
@@ -157,7 +150,7 @@ export class CommitQueue {
       const task = this.#tasks[0]!;
       try {
         if (this.#fenced) throw this.#fenced;
-        task.resolve(await this.#commit(task));
+        task.resolve(await this.#checkpoint(task));
       } catch (err) {
         if (isStatefoldError(err, 'FENCED')) this.#fenced ??= err;
         // The chain must not depend on what failed: the next commit is a full base.
@@ -165,128 +158,176 @@ export class CommitQueue {
         task.reject(err);
       }
       this.#tasks.shift();
-      this.capturer.oldestUnencoded = this.#tasks[0]?.capture.id ?? Infinity;
+      this.#o.capturer.encodingFrom(this.#tasks[0]?.capture.id ?? Infinity);
     }
   }
 
   /** Encodes and commits one task; retries on a later seq only when our own earlier write turns out to have landed. */
-  async #commit(task: Task): Promise<CheckpointInfo> {
-    const stream = this.keys.stream;
+  async #checkpoint(task: Task): Promise<CheckpointInfo> {
     for (;;) {
-      const c = this.#head;
-      const seq = c.seq + 1;
-      const resolver = this.capturer.resolverFor(task.capture.id);
-      // Span deltas (format/span.ts): a chain keeps the span length it was started with.
-      const every = this.policy.spanEvery;
-      const span = every > 1 && c.span?.every === every ? c.span : undefined;
-      const atPosition = span !== undefined && (seq - c.baseSeq) % every === 0;
-      const spanning = atPosition && span.seq === seq - every && span.raws.length === every - 1;
-      const header = (kind: FrameKind): FrameHeader => {
-        const h: FrameHeader = {
-          stream,
-          seq,
-          epoch: this.identity.epoch,
-          writer: this.identity.writer,
-          createdAt: task.createdAt,
-          baseSeq: kind === 'base' ? seq : c.baseSeq,
-        };
-        if (kind === 'delta') h.parent = c.crc;
-        if (task.meta !== undefined) h.meta = task.meta;
-        const entries = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
-        if (entries.length > 0) h.ledger = entries;
-        if (every > 1) h.span = every;
-        if (kind === 'delta' && spanning) {
-          h.jump = span.seq;
-          h.jumpCrc = span.crc;
-          if (span.ledger.length > 0) h.spanLedger = span.ledger;
-        }
-        return h;
-      };
-      let kind: FrameKind =
-        this.#needBase ||
-        c.state === undefined ||
-        seq - c.baseSeq >= this.policy.baseEvery ||
-        (every > 1 && span === undefined)
-          ? 'base'
-          : 'delta';
-      let frame: Uint8Array | undefined;
-      let ops: Uint8Array | undefined;
-      if (kind === 'delta') {
-        ops = await encodeValueInSlices(task.capture.ops, resolver);
-        // Version 1 unless the delta appends: streams that never append stay readable by older statefold.
-        frame = await frameOffThread(
-          'delta',
-          header('delta'),
-          spanning ? encodeSpan([...span.raws, ops]) : ops,
-          spanning ? SPAN_VERSION : opsVersion(task.capture.ops),
-          this.sealing,
-        );
-        // Redis-style size trigger: once the deltas a restore folds outgrow the base, a new base is cheaper to restore.
-        const folded = (spanning ? span.deltaBytes : c.deltaBytes) + frame.byteLength;
-        if (folded > this.policy.maxDeltaRatio * c.baseBytes) kind = 'base';
-      }
-      // A large base is encoded in slices and compressed on the frame worker: the caller's loop stays free.
-      if (kind === 'base')
-        frame = await encodeFrameOffThread('base', header('base'), task.capture.state, resolver, 1, this.sealing);
-      frame = frame!;
+      const plan = this.#plan();
+      const { kind, frame, ops } = await this.#encode(task, plan);
       const key = this.#nextKey;
-      const outcome = await this.writer.write(key, seq, frame);
-      if (outcome === 'ours') {
-        const crc = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).readUInt32LE(frame.byteLength - 4);
-        const deltaBytes = kind === 'base' ? 0 : (spanning ? span.deltaBytes : c.deltaBytes) + frame.byteLength;
-        // A span position starts the next span, even one that could not be a span delta (then
-        // readers walk the seqs before it one by one).
-        let next: SpanHead | undefined;
-        if (every > 1 && (kind === 'base' || atPosition)) next = { every, seq, crc, raws: [], ledger: [], deltaBytes };
-        else if (span !== undefined)
-          // Kept for the next span delta (a copy: the encoder's bytes may be reused).
-          next = {
-            ...span,
-            raws: [...span.raws, new Uint8Array(ops!)],
-            ledger: [...span.ledger, ...task.ledgerChanges],
-          };
-        this.#head = {
-          seq,
-          crc,
-          state: task.capture.state,
-          meta: task.meta,
-          baseSeq: kind === 'base' ? seq : c.baseSeq,
-          baseBytes: kind === 'base' ? frame.byteLength : c.baseBytes,
-          deltaBytes,
-          span: next,
-        };
-        this.#nextKey = this.keys.slot(seq + 1);
-        this.#needBase = false;
-        if (kind === 'base') this.onBase(seq);
-        return {
-          seq,
-          kind,
-          bytes: frame.byteLength,
-          ops: task.capture.ops.length,
-          base: kind === 'base' ? seq : c.baseSeq,
-          createdAt: task.createdAt,
-          key,
-        };
-      }
-      // An earlier write of ours, reported failed, had landed after all: it is seq `seq`.
-      // Rebuild its state from the frame, so that engine.state and engine.seq stay one checkpoint.
-      const landed = outcome;
-      const origin = { stream, key, seq };
-      let state: unknown;
-      if (landed.kind === 'base') state = decodePayload(landed, origin);
-      else if (c.state !== undefined && landed.header.parent === c.crc)
-        state = applyOps(thaw(c.state), ownOps(landed, origin), landed.version);
-      this.#head = {
-        seq,
-        crc: landed.crc,
-        state,
-        meta: landed.header.meta,
-        baseSeq: landed.header.baseSeq!,
-        baseBytes: 0,
-        deltaBytes: 0,
-      };
-      this.#nextKey = this.keys.slot(seq + 1);
-      this.#needBase = true;
+      const outcome = await this.#o.committer.commit(key, plan.seq, frame);
+      if (outcome === 'ours') return this.#committed(task, plan, key, kind, frame, ops);
+      this.#adoptLanded(outcome, key, plan.seq);
     }
+  }
+
+  /** The next seq, and whether it can be a span delta (format/span.ts: a chain keeps the span length it was started with). */
+  #plan(): Plan {
+    const c = this.#head;
+    const seq = c.seq + 1;
+    const every = this.#o.policy.spanEvery;
+    const span = every > 1 && c.span?.every === every ? c.span : undefined;
+    return { seq, every, span, spanning: span !== undefined && canJump(span, c.baseSeq, seq) };
+  }
+
+  /**
+   * Encodes the task as a delta when the policy allows, else (or when the deltas a restore would
+   * fold outgrow the base) as a base.
+   */
+  async #encode(
+    task: Task,
+    plan: Plan,
+  ): Promise<{ kind: 'base' | 'delta'; frame: Uint8Array; ops: Uint8Array | undefined }> {
+    const c = this.#head;
+    const { seq, every, span, spanning } = plan;
+    const resolver = this.#o.capturer.resolverFor(task.capture.id);
+    const policy = this.#o.policy;
+    let kind: 'base' | 'delta' =
+      this.#needBase ||
+      c.state === undefined ||
+      seq - c.baseSeq >= policy.baseEvery ||
+      (every > 1 && span === undefined)
+        ? 'base'
+        : 'delta';
+    if (kind === 'delta') {
+      const ops = await encodeValueInSlices(task.capture.ops, resolver);
+      // Version 1 unless the delta appends: streams that never append stay readable by older statefold.
+      const frame = await frameOffThread(
+        'delta',
+        this.#header('delta', task, plan),
+        spanning ? encodeSpan([...span!.raws, ops]) : ops,
+        spanning ? SPAN_VERSION : opsVersion(task.capture.ops),
+        this.#o.sealing,
+      );
+      // Redis-style size trigger: once the deltas a restore folds outgrow the base, a new base is cheaper to restore.
+      if (this.#foldedAfter(plan, frame) <= policy.maxDeltaRatio * c.baseBytes) return { kind, frame, ops };
+      kind = 'base';
+    }
+    // A large base is encoded in slices and compressed on the frame worker: the caller's loop stays free.
+    const frame = await encodeFrameOffThread(
+      'base',
+      this.#header('base', task, plan),
+      task.capture.state,
+      resolver,
+      1,
+      this.#o.sealing,
+    );
+    return { kind, frame, ops: undefined };
+  }
+
+  /** The stored delta bytes a restore of the planned seq folds, written as the delta `frame`. */
+  #foldedAfter(plan: Plan, frame: Uint8Array): number {
+    return (plan.spanning ? plan.span!.deltaBytes : this.#head.deltaBytes) + frame.byteLength;
+  }
+
+  #header(kind: FrameKind, task: Task, plan: Plan): FrameHeader {
+    const c = this.#head;
+    const { seq, every, span, spanning } = plan;
+    const h: FrameHeader = {
+      stream: this.#o.keys.stream,
+      seq,
+      epoch: this.#o.identity.epoch,
+      writer: this.#o.identity.writer,
+      createdAt: task.createdAt,
+      baseSeq: kind === 'base' ? seq : c.baseSeq,
+    };
+    if (kind === 'delta') h.parent = c.crc;
+    if (task.meta !== undefined) h.meta = task.meta;
+    const entries = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
+    if (entries.length > 0) h.ledger = entries;
+    if (every > 1) h.span = every;
+    if (kind === 'delta' && spanning) {
+      h.jump = span!.seq;
+      h.jumpCrc = span!.crc;
+      if (span!.ledger.length > 0) h.spanLedger = span!.ledger;
+    }
+    return h;
+  }
+
+  /** Our frame is the planned seq: it becomes the head. */
+  #committed(
+    task: Task,
+    plan: Plan,
+    key: string,
+    kind: 'base' | 'delta',
+    frame: Uint8Array,
+    ops: Uint8Array | undefined,
+  ): CheckpointInfo {
+    const c = this.#head;
+    const { seq, every, span } = plan;
+    const crc = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).readUInt32LE(frame.byteLength - 4);
+    const baseSeq = kind === 'base' ? seq : c.baseSeq;
+    const deltaBytes = kind === 'base' ? 0 : this.#foldedAfter(plan, frame);
+    const next =
+      every > 1
+        ? nextSpan(kind === 'base' ? undefined : span, every, baseSeq, {
+            seq,
+            crc,
+            // Kept for the next span delta (a copy: the encoder's bytes may be reused).
+            own: ops === undefined ? new Uint8Array(0) : new Uint8Array(ops),
+            ledger: task.ledgerChanges,
+            deltaBytes,
+          })
+        : undefined;
+    this.#head = {
+      seq,
+      crc,
+      state: task.capture.state,
+      meta: task.meta,
+      baseSeq,
+      baseBytes: kind === 'base' ? frame.byteLength : c.baseBytes,
+      deltaBytes,
+      span: next,
+    };
+    this.#nextKey = this.#o.keys.slot(seq + 1);
+    this.#needBase = false;
+    if (kind === 'base') this.#o.onBase(seq);
+    return {
+      seq,
+      kind,
+      bytes: frame.byteLength,
+      ops: task.capture.ops.length,
+      base: baseSeq,
+      createdAt: task.createdAt,
+      key,
+    };
+  }
+
+  /**
+   * An earlier write of ours, reported failed, had landed after all: it is seq `seq`. Rebuilds its
+   * state from the frame, so that engine.state and engine.seq stay one checkpoint; the next commit
+   * is a base.
+   */
+  #adoptLanded(landed: Frame, key: string, seq: number): void {
+    const c = this.#head;
+    const origin = { stream: this.#o.keys.stream, key, seq };
+    let state: unknown;
+    if (landed.kind === 'base') state = decodePayload(landed, origin);
+    else if (c.state !== undefined && landed.header.parent === c.crc)
+      state = applyOps(thaw(c.state), ownOps(landed, origin), landed.version);
+    this.#head = {
+      seq,
+      crc: landed.crc,
+      state,
+      meta: landed.header.meta,
+      baseSeq: landed.header.baseSeq!,
+      baseBytes: 0,
+      deltaBytes: 0,
+    };
+    this.#nextKey = this.#o.keys.slot(seq + 1);
+    this.#needBase = true;
   }
 }

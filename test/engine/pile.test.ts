@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryStore, SnapshotEngine, isStatefoldError, listCheckpoints, restore, type Store } from 'statefold';
 import { FaultStore } from 'statefold/testing';
-import { MAX_PILED_FENCES } from '../../dist/engine/writer/pile.js';
+import { MAX_PILED_FENCES } from '../../dist/engine/open/pile.js';
 import { HookStore, type StoreOp } from '../support/hook-store.js';
 
 /**

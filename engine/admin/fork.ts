@@ -28,7 +28,7 @@ import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
 import { restore } from '../restore/index.js';
 import { createOrRead } from '../log/create.js';
-import { wrapStorage } from '../writer/commit.js';
+import { wrapStorage } from '../errors.js';
 
 /** Options of `forkStream`. */
 export interface ForkOptions {

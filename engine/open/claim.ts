@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError, isStatefoldError } from '../errors.js';
+import { failure, isStatefoldError } from '../errors.js';
 import { assertUnlocked, type Frame, type FrameReading } from '../format/frame.js';
 import type { CommittedView } from '../log/committed.js';
 import { newestView } from '../log/hint.js';
@@ -26,10 +26,10 @@ import type { StreamKeys } from '../log/keys.js';
 import { floorAbove, putFloor } from '../log/floor.js';
 import { newestSlotFrom, tailKey } from '../log/listing.js';
 import { vanished } from '../log/read.js';
-import { sleep, wrapStorage } from './commit.js';
+import { sleep } from '../log/create.js';
 import { putFence, type Identity, type LostTo } from './fence.js';
 import { fillBelow } from './fill.js';
-import { damagedTail, withRepairHint } from './repair.js';
+import { damagedTail, withRepairHint } from './damaged.js';
 
 /** A claimed stream: the committed view after the claim, and where this engine writes next. */
 export interface Claim {
@@ -89,10 +89,10 @@ export async function claimStream(
     if (claim !== undefined) return claim;
     await sleep(Math.min(50, 2 ** attempt) * Math.random());
   }
-  throw new StatefoldError(
+  throw failure(
     'STORAGE',
-    `open stream ${JSON.stringify(keys.stream)}: could not claim a slot after ${MAX_CLAIM_ATTEMPTS} attempts (other engines keep opening or committing)`,
-    { stream: keys.stream },
+    { op: 'open', stream: keys.stream },
+    `could not claim a slot after ${MAX_CLAIM_ATTEMPTS} attempts (other engines keep opening or committing)`,
   );
 }
 

@@ -6,7 +6,7 @@ import type { Store } from '../../storage-adapters/store.js';
 import { decodeFrame, encodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { createOrRead } from '../log/create.js';
-import { wrapStorage } from './commit.js';
+import { wrapStorage } from '../errors.js';
 
 /** Who claims: the stream, the writer epoch, and 64 random bits that tell this engine's frames from any other's. */
 export interface Identity {

@@ -9,16 +9,16 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertStore, readingOf } from '../args.js';
 import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
-import { StatefoldError, isStatefoldError } from '../errors.js';
+import { StatefoldError, corrupt, isStatefoldError } from '../errors.js';
 import { decodePayload, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
-import type { LedgerEntry } from '../format/header.js';
 import type { Encryption } from '../format/keyring.js';
+import { atSpanPosition, linkError, nextSpan, spanLengthError, type SpanState } from '../log/chain.js';
 import { committedView, type CommittedView } from '../log/committed.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
-import { corrupt, opLists, opsOf, spanParts } from '../restore/chain.js';
+import { opLists, opsOf, spanParts } from '../log/frames.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
 import { thaw } from '../capture/index.js';
 
@@ -63,24 +63,16 @@ interface Chain {
   /** The last frame folded, for the next delta's parent check. */
   last: Frame;
   /** A chain with span deltas: the last span position, and the operations and ledger changes since. */
-  span: SpanTrack | undefined;
-}
-
-interface SpanTrack {
-  seq: number;
-  crc: number;
-  raws: Uint8Array[];
-  ledger: LedgerEntry[];
+  span: SpanState | undefined;
 }
 
 /**
- * The newest span position (or base) folded intact, with a copy of its state: a span delta that
- * jumps from it restores even when a delta between them is damaged, as restore would read it.
+ * The newest span position (or base) folded intact (`at`), with a copy of its state: a span delta
+ * that jumps from it restores even when a delta between them is damaged, as restore would read it.
  */
 interface Position {
   base: number;
-  seq: number;
-  crc: number;
+  at: SpanState;
   state: unknown;
   ledger: Ledger;
 }
@@ -155,9 +147,12 @@ export async function verifyStream(store: Store, stream: string, options: Verify
           chain = result;
           broken = undefined;
           // A copy of the state at each span position (and base), for jumps over later damage.
-          const every = got.header.span;
-          if (every !== undefined && (seq - result.base) % every === 0)
-            position = { base: result.base, seq, crc: got.crc, state: thaw(result.state), ledger: result.ledger };
+          if (
+            result.span !== undefined &&
+            got.header.span !== undefined &&
+            atSpanPosition(seq, result.base, got.header.span)
+          )
+            position = { base: result.base, at: result.span, state: thaw(result.state), ledger: result.ledger };
           report.intact.push(seq);
           report.newestIntact = seq;
         }
@@ -198,8 +193,8 @@ function jumpsFrom(frame: Frame, position: Position | undefined): boolean {
     position !== undefined &&
     frame.version === SPAN_VERSION &&
     frame.header.baseSeq === position.base &&
-    frame.header.jump === position.seq &&
-    frame.header.jumpCrc === position.crc
+    frame.header.jump === position.at.seq &&
+    frame.header.jumpCrc === position.at.crc
   );
 }
 
@@ -210,13 +205,8 @@ function jump(keys: StreamKeys, slot: Slot, frame: Frame, position: Position): C
   const origin = { stream: keys.stream, seq, key };
   try {
     const raws = spanParts(frame, origin);
-    if (raws.length !== seq - position.seq)
-      return corrupt(
-        keys.stream,
-        seq,
-        key,
-        `span delta holds ${raws.length} operation lists for ${seq - position.seq} seqs`,
-      );
+    const short = spanLengthError(keys.stream, seq, key, raws.length, position.at.seq);
+    if (short !== undefined) return short;
     let state = thaw(position.state);
     for (const raw of raws) state = applyOps(state, opsOf(raw, origin), frame.version);
     let ledger: Ledger;
@@ -225,7 +215,16 @@ function jump(keys: StreamKeys, slot: Slot, frame: Frame, position: Position): C
     } catch (err) {
       return corrupt(keys.stream, seq, key, `effect ledger: ${(err as Error).message}`, err);
     }
-    return { base: position.base, state, ledger, last: frame, span: { seq, crc: frame.crc, raws: [], ledger: [] } };
+    // The span it jumped to starts here, as at any span position.
+    const span = {
+      every: frame.header.span ?? position.at.every,
+      seq,
+      crc: frame.crc,
+      raws: [],
+      ledger: [],
+      deltaBytes: 0,
+    };
+    return { base: position.base, state, ledger, last: frame, span };
   } catch (err) {
     if (err instanceof PatchMismatch)
       return corrupt(keys.stream, seq, key, `delta does not apply: ${err.message}`, err);
@@ -247,7 +246,13 @@ function fold(
   const origin = { stream: keys.stream, seq, key };
   try {
     if (frame.kind === 'base') {
-      const span = frame.header.span === undefined ? undefined : { seq, crc: frame.crc, raws: [], ledger: [] };
+      const span = nextSpan(undefined, frame.header.span, seq, {
+        seq,
+        crc: frame.crc,
+        own: new Uint8Array(0),
+        ledger: [],
+        deltaBytes: 0,
+      });
       return {
         base: seq,
         state: decodePayload(frame, origin),
@@ -263,20 +268,8 @@ function fold(
           : `its base, seq ${frame.header.baseSeq}, is not retained`;
       return corrupt(keys.stream, seq, key, `does not restore: ${why}`, broken);
     }
-    if (frame.header.baseSeq !== chain.base)
-      return corrupt(
-        keys.stream,
-        seq,
-        key,
-        `delta names base ${frame.header.baseSeq}, the chain's base is ${chain.base}`,
-      );
-    if (frame.header.parent !== chain.last.crc)
-      return corrupt(
-        keys.stream,
-        seq,
-        key,
-        `delta does not apply to the stored seq ${seq - 1} (parent checksum differs)`,
-      );
+    const link = linkError(keys.stream, seq, key, frame, chain.base, { seq: seq - 1, crc: chain.last.crc }, false);
+    if (link !== undefined) return link;
     const raws = opLists(frame, origin);
     const own = raws[raws.length - 1]!;
     // A span delta is checked against the deltas it spans, which restores of later seqs skip.
@@ -286,15 +279,13 @@ function fold(
       if (why !== undefined) return corrupt(keys.stream, seq, key, `span delta does not match: ${why}`);
     }
     const state = applyOps(chain.state, opsOf(own, origin), frame.version);
-    const every = frame.header.span;
-    const span =
-      every !== undefined && (seq - chain.base) % every === 0
-        ? { seq, crc: frame.crc, raws: [], ledger: [] }
-        : spanned && {
-            ...spanned,
-            raws: [...spanned.raws, own],
-            ledger: [...spanned.ledger, ...(frame.header.ledger ?? [])],
-          };
+    const span = nextSpan(spanned, frame.header.span, chain.base, {
+      seq,
+      crc: frame.crc,
+      own,
+      ledger: frame.header.ledger ?? [],
+      deltaBytes: 0,
+    });
     return { base: chain.base, state, ledger: ledgerOf(frame, chain.ledger), last: frame, span };
   } catch (err) {
     if (err instanceof PatchMismatch)
@@ -303,7 +294,7 @@ function fold(
     throw err;
   }
 
-  function spanMismatch(f: Frame, raws: Uint8Array[], spanned: SpanTrack): string | undefined {
+  function spanMismatch(f: Frame, raws: Uint8Array[], spanned: SpanState): string | undefined {
     if (f.header.jumpCrc !== spanned.crc) return `the checksum of seq ${spanned.seq} differs`;
     if (raws.length !== spanned.raws.length + 1)
       return `it holds ${raws.length} operation lists for ${spanned.raws.length + 1} seqs`;

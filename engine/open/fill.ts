@@ -7,7 +7,7 @@
  * order, each naming the frame before it.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { StatefoldError } from '../errors.js';
+import { failure } from '../errors.js';
 import { assertUnlocked, encodeFrame, type Frame, type FrameReading } from '../format/frame.js';
 import type { SealingKey } from '../format/keyring.js';
 import { encodeValue } from '../format/values.js';
@@ -15,7 +15,7 @@ import type { CommittedView } from '../log/committed.js';
 import type { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey, type LogListing } from '../log/listing.js';
 import { openFrame, readFrame, unlockFrame } from '../log/read.js';
-import { wrapStorage } from './commit.js';
+import { wrapStorage } from '../errors.js';
 import { MAX_KEYS_PER_SLOT, createOrRecognise, fenceFrame, putFence, type Identity } from './fence.js';
 
 /**
@@ -144,10 +144,10 @@ async function fenceSlot(
     epoch = frame.header.epoch + 1;
     key = keys.afterFence(seq, frame.header.epoch);
   }
-  throw new StatefoldError(
+  throw failure(
     'STORAGE',
-    `open stream ${JSON.stringify(keys.stream)} seq ${seq}: more than ${MAX_KEYS_PER_SLOT} fences in one slot`,
-    { stream: keys.stream, seq },
+    { op: 'open', stream: keys.stream, seq },
+    `more than ${MAX_KEYS_PER_SLOT} fences in one slot`,
   );
 }
 
@@ -197,10 +197,10 @@ async function settleSlot(
     before = { epoch: frame.header.epoch, ours: frame.header.writer === id.writer };
     key = keys.afterFence(seq, frame.header.epoch);
   }
-  throw new StatefoldError(
+  throw failure(
     'STORAGE',
-    `open stream ${JSON.stringify(keys.stream)} seq ${seq}: more than ${MAX_KEYS_PER_SLOT} fences in one slot`,
-    { stream: keys.stream, seq },
+    { op: 'open', stream: keys.stream, seq },
+    `more than ${MAX_KEYS_PER_SLOT} fences in one slot`,
   );
 }
 

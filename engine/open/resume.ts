@@ -8,25 +8,15 @@ import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import { isStatefoldError } from '../errors.js';
 import type { SealingKey } from '../format/keyring.js';
 import type { ResolvedEngineOptions } from '../options.js';
-import { readChain, type ReadChain } from '../restore/chain.js';
+import { readChain, type ReadChain } from '../restore/read-chain.js';
 import { claimStream, type Claim } from './claim.js';
 import { vanished } from '../log/read.js';
-import { repair, withRepairHint, type Repair } from './repair.js';
-import { EMPTY_HEAD, type Head } from './queue.js';
+import { withRepairHint } from './damaged.js';
+import type { Opened } from './opened.js';
+import { repair } from './repair.js';
+import { EMPTY_HEAD, type Head } from '../writer/head.js';
 
-export type { Repair } from './repair.js';
-
-/** What an engine opens with. */
-export interface Opened {
-  head: Head;
-  capturer: Capturer;
-  ledger: Ledger;
-  sealing: SealingKey | undefined;
-  /** The first checkpoint must be a base (part of the newest chain is sealed with a key other than the current one). */
-  needBase: boolean;
-  /** Opened with `repair` on a damaged newest chain: what it started from instead, and what it passed over. */
-  repaired?: Repair;
-}
+export type { Opened, Repair } from './opened.js';
 
 /** Claims made by one open whose listed chain was deleted before it could be read, before it gives up. */
 const MAX_OPEN_ATTEMPTS = 4;
@@ -86,7 +76,7 @@ export async function resume(
     span: chain.span,
   };
   // After a key rotation the first checkpoint is a base in the new key: from then on the newest
-  // chain needs only that key, and the old one only history (retired once retention trims it).
+  // chain needs only that key, and the old one only history (retired once gc deletes that history).
   // (A chain can mix keys: fillers are sealed with the key of the engine that claimed.)
   const needBase = sealing !== undefined && [...chain.keyIds].some((id) => id !== sealing.id);
   return { head, capturer, ledger: chain.ledger, sealing, needBase };

@@ -1,33 +1,14 @@
 /**
- * Opening a stream whose newest chain is damaged: the error that says how (`repair: true`), the
- * claim's view of a log whose newest object cannot be read, and where a repaired engine starts
- * from: the newest intact checkpoint, its first checkpoint a base at the next seq.
+ * A damaged newest chain, as a claim sees it: the error that says how to open anyway
+ * (`repair: true`), and where a repairing claim fences when the newest object cannot be read.
  */
 import type { Store } from '../../storage-adapters/store.js';
-import { createCapturer } from '../capture/index.js';
-import type { Ledger } from '../effects/ledger.js';
 import { StatefoldError } from '../errors.js';
-import type { SealingKey } from '../format/keyring.js';
-import { encodeValue } from '../format/values.js';
 import type { CommittedView } from '../log/committed.js';
 import { decodeFrame, type FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { highestKeyEpoch, listLog, tailKey } from '../log/listing.js';
-import type { ResolvedEngineOptions } from '../options.js';
-import { restoreIntact } from '../restore/skip-damaged.js';
-import type { Claim } from './claim.js';
-import type { Head } from './queue.js';
-import type { Opened } from './resume.js';
-
-/** What `SnapshotEngine.open({ repair: true })` did about a damaged newest chain (see `engine.repaired`). */
-export interface Repair {
-  /** The newest intact checkpoint: the engine's state is its state, its next checkpoint a base. */
-  restoredSeq: number;
-  /** The committed seqs after it that do not restore (they stay in the store; `verifyStream` lists them). */
-  skipped: number[];
-  /** The CORRUPT errors that made the engine pass them over. */
-  damage: StatefoldError[];
-}
+import { listedThenGone } from '../log/read.js';
 
 /** A CORRUPT error of the newest chain, telling how to open anyway. */
 export function withRepairHint(err: StatefoldError): StatefoldError {
@@ -88,43 +69,15 @@ export async function damagedTail(
   if (above.length === 1) {
     const key = tailKey(above[0]!);
     const bytes = await store.get(key);
-    if (bytes === undefined) fail(`and the fence above it vanished while reading (open again)`);
+    if (bytes === undefined) {
+      const gone = await listedThenGone(store, keys, seq + 1, key);
+      if (gone !== undefined) throw gone;
+      fail(`and the fence above it vanished while reading (open again)`);
+    }
     const frame = decodeFrame(bytes!, { stream: keys.stream, key, seq: seq + 1 }, limits);
     if (frame.kind !== 'fence') fail(`yet seq ${seq + 1} holds a checkpoint`);
     nextKey = keys.afterFence(seq + 1, frame.header.epoch);
     epoch = Math.max(epoch, frame.header.epoch);
   }
   return { view: { log, slots, tailSlot, tailFrame: undefined }, nextSeq: seq + 1, nextKey, epoch: epoch + 1 };
-}
-
-/**
- * Opens on the newest intact checkpoint below a damaged newest chain: its state, meta and effect
- * ledger, with the head still at the newest committed seq, so the first checkpoint is a base at the
- * next seq and every restore from then on reads past the damage.
- */
-export async function repair(
-  options: ResolvedEngineOptions,
-  claim: Claim,
-  sealing: SealingKey | undefined,
-  err: StatefoldError,
-): Promise<Opened> {
-  const newest = claim.view.slots[claim.view.slots.length - 1]!.seq;
-  const log = await listLog(options.store, options.keys);
-  const restored = await restoreIntact<unknown>(options.store, log, newest, options.limits, {});
-  const capturer = createCapturer(options.updates);
-  capturer.seed(restored.state);
-  const skipped: number[] = [];
-  for (let s = restored.seq + 1; s <= newest; s++) skipped.push(s);
-  const head: Head = {
-    seq: newest,
-    crc: 0,
-    state: capturer.state,
-    meta: restored.meta === undefined ? undefined : encodeValue(restored.meta),
-    baseSeq: newest,
-    baseBytes: 0,
-    deltaBytes: 0,
-  };
-  const ledger: Ledger = new Map(restored.effects.map((r) => [r.token, r]));
-  const damage = restored.damage.length > 0 ? restored.damage : [err];
-  return { head, capturer, ledger, sealing, needBase: true, repaired: { restoredSeq: restored.seq, skipped, damage } };
 }

@@ -28,8 +28,8 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { highestKeyEpoch, listLog } from '../log/listing.js';
 import { mapLimit } from '../log/read.js';
-import { nextFree } from '../writer/claim.js';
-import { MAX_KEYS_PER_SLOT } from '../writer/fence.js';
+import { nextFree } from '../open/claim.js';
+import { MAX_KEYS_PER_SLOT } from '../open/fence.js';
 
 /** Options of `deleteStream`. */
 export interface DeleteStreamOptions {
