@@ -5,9 +5,10 @@
  * partial one), then deletes every object below the floor. It needs no keys: it reads only what
  * frames keep in the clear.
  *
- * The fence and the floor stay, a tombstone of two small objects with no state: an engine that
- * held the stream open through the delete (a write held in the store, a process paused) commits,
- * if at all, below the floor, where no reader looks, and is fenced when it reaches the fence; and
+ * The fences and the floor stay, a tombstone of three small objects with no state (see entomb):
+ * an engine that held the stream open through the delete (a write held in the store, a process
+ * paused) commits, if at all, below the floor, where no reader looks, and is fenced when it
+ * reaches the fence; and
  * an engine opened on the id afterwards starts a new stream at the floor's seq, which no such
  * write can collide with. Without them, a write that lands after the delete would bring the
  * stream back (a base) or leave it CORRUPT (a delta).
@@ -43,7 +44,7 @@ export interface DeleteStreamOptions {
 
 /** What `deleteStream` removed. */
 export interface DeleteReport {
-  /** Objects deleted (checkpoints, fences, hints, floors), besides the two of the tombstone it leaves. */
+  /** Objects deleted (checkpoints, fences, hints, floors), besides the three of the tombstone it leaves. */
   deletedKeys: number;
 }
 
