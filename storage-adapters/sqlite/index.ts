@@ -50,7 +50,7 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
  * The file must be on a local filesystem (WAL needs shared memory between the processes). There
- * is nothing to remove besides keys, so the store has no `removeLeftovers`.
+ * is nothing to remove besides keys, so `removeLeftovers` does nothing.
  */
 export class SqliteStore implements Store {
   /** The database file, resolved. */
