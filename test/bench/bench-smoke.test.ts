@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -38,8 +39,30 @@ function wellFormed(xml: string): boolean {
   return stack.length === 0;
 }
 
+/** The bench package's dependencies (bench/package.json) that do not resolve from bench/. */
+function missingBenchDependencies(): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(root, 'bench', 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
+  const fromBench = createRequire(path.join(root, 'bench', 'package.json'));
+  return Object.keys(pkg.dependencies).filter((name) => {
+    try {
+      fromBench.resolve(name);
+      return false;
+    } catch (err) {
+      // Found, but with no entry for require (an ES-only package): installed all the same.
+      return (err as NodeJS.ErrnoException).code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+    }
+  });
+}
+
 // Structure only: the benchmark's figures are never asserted (they depend on the machine).
 describe('bench: smoke run', () => {
+  // Not a skip: CI installs them (.ci/run), and a bench nobody runs rots unseen.
+  it("finds the bench package's own dependencies installed (npm ci --prefix bench)", () => {
+    expect(missingBenchDependencies(), 'bench dependencies missing: run npm ci --prefix bench').toEqual([]);
+  });
+
   const out = mkdtempSync(path.join(tmpdir(), 'statefold-bench-smoke-'));
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
@@ -47,7 +70,8 @@ describe('bench: smoke run', () => {
     // Hermetic: no S3 rows even where STATEFOLD_S3_* are set (the S3 path is exercised by `npm run bench` with them).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STATEFOLD_S3_')));
     const before = repositoryOutputs();
-    const { stderr } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], {
+    // Through the launcher `npm run bench` uses, which checks the bench package's own dependencies.
+    const { stderr } = await run(process.execPath, ['bench/start.mjs', 'bench/run.ts', '--smoke', '--out', out], {
       cwd: root,
       env,
       timeout: 80_000,
