@@ -1,4 +1,8 @@
-/** statefold: incremental, crash-safe checkpoints of long-running agent state. */
+/**
+ * statefold: incremental, crash-safe checkpoints of long-running agent state: the engine, restore,
+ * the memory and file stores, and the Store interface.
+ * @module statefold
+ */
 export { SnapshotEngine } from './engine.js';
 export type { EngineOptions, CheckpointOptions, CheckpointInfo, EffectOptions } from './engine.js';
 export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects/ledger.js';

@@ -2,6 +2,7 @@
  * statefold/testing, for store authors and your own tests (needs vitest, an optional peer
  * dependency: without it, importing `statefold/testing` fails with one message that says what to
  * install): the conformance suite every store must pass, and a store wrapper that injects faults.
+ * @module statefold/testing
  */
 import type * as Conformance from './conformance.js';
 import { assertPeers } from '../peers.js';
