@@ -4,30 +4,39 @@
  * statefold entry must load through `require` as well as `import`.
  */
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const requireHere = createRequire(import.meta.url);
 
-/**
- * Where `import` would find `name` from statefold's own folder, or `message` as an error (the
- * resolution error as its cause) when the package is not installed. Any other resolution error
- * (a broken exports map) is thrown as it is.
- */
-function resolvePeer(name: string, message: string): string {
+const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | undefined)?.code;
+const isMissing = (err: unknown): boolean => code(err) === 'ERR_MODULE_NOT_FOUND' || code(err) === 'MODULE_NOT_FOUND';
+
+/** Where `import` would find `name` from statefold's own folder (a URL); throws when it is not installed. */
+function resolve(name: string): string {
   try {
     return import.meta.resolve(name);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND') throw new Error(message, { cause: err });
-    throw err;
+    if (code(err) !== undefined) throw err;
+    // A loader without import.meta.resolve (Vite's module runner, as in a vitest globalSetup file): require's resolution.
+    return pathToFileURL(requireHere.resolve(name)).href;
   }
 }
 
 /**
- * Throws `message` when one of `peers` is not installed. A peer that is installed but broken (a
- * missing dependency of its own) passes here and fails later with its own error.
+ * Throws `message` (the resolution error as its cause) when one of `peers` is not installed. A peer
+ * that is installed but broken (a missing dependency of its own) passes here and fails later with
+ * its own error.
  */
 export function assertPeers(peers: readonly string[], message: string): void {
-  for (const peer of peers) resolvePeer(peer, message);
+  for (const peer of peers) {
+    try {
+      resolve(peer);
+    } catch (err) {
+      if (isMissing(err)) throw new Error(message, { cause: err });
+      // Installed, with no entry for require (only the fallback resolves that way): enough here.
+      if (code(err) !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw err;
+    }
+  }
 }
 
 /**
@@ -36,6 +45,12 @@ export function assertPeers(peers: readonly string[], message: string): void {
  * `message` when it is not installed.
  */
 export function loadPeer<T>(name: string, message: string): T {
-  const url = resolvePeer(name, message);
-  return requireHere(url.startsWith('file:') ? fileURLToPath(url) : url) as T;
+  let url: string;
+  try {
+    url = resolve(name);
+  } catch (err) {
+    if (isMissing(err)) throw new Error(message, { cause: err });
+    throw err;
+  }
+  return requireHere(fileURLToPath(url)) as T;
 }
