@@ -303,8 +303,9 @@ export async function manyStreamsInChild(args: ManyArgs): Promise<ManyResult> {
     process.execPath,
     [
       '--expose-gc',
+      // tsx from the bench's own node_modules: the child's working directory may be anywhere.
       '--import',
-      'tsx',
+      import.meta.resolve('tsx'),
       fileURLToPath(new URL('./many-child.ts', import.meta.url)),
       JSON.stringify(args),
     ],

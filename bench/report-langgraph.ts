@@ -76,6 +76,46 @@ export function langgraphSection(result: LangGraphResult | undefined): string[] 
   return out;
 }
 
+/**
+ * The summary page's table: every saver at the run's state size nearest `size` (the headline's),
+ * the same figures as the appendix's table at that size, with whether each is durable.
+ */
+export function langgraphHeadline(result: LangGraphResult | undefined, size: number, appendix: string): string[] {
+  if (result === undefined || result.runs.length === 0) return [];
+  const sizes = [...new Set(result.runs.map((r) => r.size))];
+  const at = sizes.reduce((a, b) => (Math.abs(b - size) < Math.abs(a - size) ? b : a));
+  const runs = result.runs.filter((r) => r.size === at).sort((a, b) => order(a) - order(b));
+  const sf = runs.find((r) => r.saver === 'statefold-file');
+  const others = sizes.filter((s) => s !== at).map((s) => bytes(s));
+  return [
+    `## statefold against LangGraph's savers (${bytes(at)} state)`,
+    '',
+    `One real LangGraph graph run once per saver, each step waiting for its checkpoint (how: [appendix](${appendix}#langgraph-savers-side-by-side)${others.length > 0 ? `, which also has ${others.join(' and ')} states` : ''}). Milliseconds; reads from a new saver on the same storage, p50 of 15.${result.postgresSkipped ? ` PostgresSaver did not run: ${result.postgresSkipped}.` : ''}`,
+    '',
+    table(
+      [
+        'saver',
+        'durable',
+        'bytes stored',
+        'vs statefold file',
+        'put p50 / p99',
+        'getTuple latest',
+        'getTuple 100 back',
+      ],
+      runs.map((r) => [
+        NAMES[r.saver],
+        DURABLE[r.saver],
+        bytes(r.bytes),
+        sf ? `${(r.bytes / sf.bytes).toFixed(r.bytes / sf.bytes >= 10 ? 0 : 2)}×` : '–',
+        `${ms(r.put.p50)} / ${ms(r.put.p99)}`,
+        ms(r.latest.p50),
+        ms(r.back100.p50),
+      ]),
+    ),
+    '',
+  ];
+}
+
 /** Ratios of StatefoldSaver on the file store against the durable savers, and where it is slower, why. */
 function verdicts(runs: LangGraphRun[]): string[] {
   const out: string[] = ['### What it comes to', ''];

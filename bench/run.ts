@@ -1,8 +1,9 @@
 /**
- * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS]`
+ * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS] [--from-results FILE]`
  *
- * Runs every scenario, then writes DIR/BENCHMARKS.md, DIR/bench/charts/*.svg and
- * DIR/bench/results.json. DIR defaults to the repository root for a full run, and to a new temp
+ * Runs every scenario, then writes DIR/BENCHMARKS.md, DIR/docs/benchmarks-appendix.md,
+ * DIR/bench/charts/*.svg and DIR/bench/results.json (`--from-results FILE`: only re-renders them
+ * from an earlier run's results). DIR defaults to the repository root for a full run, and to a new temp
  * folder for --quick and --smoke (so trying the bench leaves the checkout clean). Progress goes to stderr.
  */
 import { execFileSync } from 'node:child_process';
@@ -12,7 +13,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { bytesPerHourChart, renderSvg, restoreChart, stallChart } from './charts.js';
-import { renderReport, intervalLabel, type Machine, type Results } from './report.js';
+import { renderReport, intervalLabel, APPENDIX, type Machine, type Results } from './report.js';
+import { renderAppendix } from './report-appendix.js';
 import {
   calibrateWork,
   microScenario,
@@ -492,7 +494,7 @@ async function main(): Promise<void> {
   );
 }
 
-/** Writes the charts, bench/results.json and BENCHMARKS.md of a run into `outDir`. */
+/** Writes the charts, bench/results.json, BENCHMARKS.md and its appendix of a run into `outDir`. */
 async function writeOutputs(results: Results, outDir: string): Promise<void> {
   // Charts
   const chartsDir = path.join(outDir, 'bench', 'charts');
@@ -569,6 +571,8 @@ async function writeOutputs(results: Results, outDir: string): Promise<void> {
   if (results.run.renderedFrom === undefined)
     writeFileSync(path.join(outDir, 'bench', 'results.json'), JSON.stringify(results, null, 1) + '\n');
   writeFileSync(path.join(outDir, 'BENCHMARKS.md'), renderReport(results));
+  mkdirSync(path.dirname(path.join(outDir, APPENDIX)), { recursive: true });
+  writeFileSync(path.join(outDir, APPENDIX), renderAppendix(results));
 }
 
 main().catch((err: unknown) => {

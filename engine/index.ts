@@ -1,4 +1,8 @@
-/** statefold: incremental, crash-safe checkpoints of long-running agent state. */
+/**
+ * statefold: incremental, crash-safe checkpoints of long-running agent state: the engine, restore,
+ * the memory and file stores, and the Store interface.
+ * @module statefold
+ */
 import { resolveEngineOptions, type EngineOptions } from './options.js';
 
 export { SnapshotEngine } from './engine.js';

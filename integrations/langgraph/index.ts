@@ -4,23 +4,11 @@
  * importing `statefold/langgraph` fails with one message that says what to install.
  */
 import type * as Saver from './saver.js';
+import { assertPeers } from '../../storage-adapters/peers.js';
+import { NOT_INSTALLED, PEERS } from './peers.js';
 
-/** What `import 'statefold/langgraph'` throws when LangGraph's checkpoint package is not installed. */
-const NOT_INSTALLED =
-  'statefold/langgraph needs the optional peer dependencies @langchain/langgraph-checkpoint and @langchain/core, which are not installed: run npm install @langchain/langgraph-checkpoint @langchain/core';
-
-try {
-  await import('@langchain/langgraph-checkpoint');
-} catch (err) {
-  // Only the peers themselves missing: a broken install (a missing dependency of theirs) keeps its own error.
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const message = String((err as Error).message);
-  const missing =
-    (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
-    (message.includes("'@langchain/langgraph-checkpoint'") || message.includes("'@langchain/core"));
-  if (!missing) throw err;
-  throw new Error(NOT_INSTALLED, { cause: err });
-}
+assertPeers(PEERS, NOT_INSTALLED);
+// A dynamic import (not a static one, which would fail before the check with a bare "Cannot find package").
 const saver: typeof Saver = await import('./saver.js');
 
 /** A LangGraph checkpointer that stores each (thread_id, checkpoint_ns) as a statefold stream (see README, LangGraph). */

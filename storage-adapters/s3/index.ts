@@ -1,3 +1,9 @@
+/**
+ * S3Store: checkpoints on S3-compatible object storage (AWS S3, MinIO, Ceph RGW, R2), committed with
+ * conditional writes. Needs `@aws-sdk/client-s3`, an optional peer dependency: without it, importing
+ * `statefold/s3` fails with one message that says what to install.
+ * @module statefold/s3
+ */
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError, describeValue } from '../errors.js';
 import {

@@ -4,23 +4,13 @@
  * the rest of statefold never loads it.
  */
 import type * as Sdk from '@aws-sdk/client-s3';
+import { loadPeer } from '../peers.js';
 
 /** What `import 'statefold/s3'` throws when the SDK is not installed. */
 const NOT_INSTALLED =
   'statefold/s3 needs the optional peer dependency @aws-sdk/client-s3, which is not installed: run npm install @aws-sdk/client-s3';
 
-let sdk: typeof Sdk;
-try {
-  sdk = await import('@aws-sdk/client-s3');
-} catch (err) {
-  // Only the SDK itself missing: a broken install (a missing dependency of the SDK) keeps its own error.
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const missing =
-    (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
-    String((err as Error).message).includes("'@aws-sdk/client-s3'");
-  if (!missing) throw err;
-  throw new Error(NOT_INSTALLED, { cause: err });
-}
+const sdk = loadPeer<typeof Sdk>('@aws-sdk/client-s3', NOT_INSTALLED);
 
 /** The SDK's classes statefold/s3 uses. */
 export const {

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -10,7 +11,7 @@ const run = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
 
 /**
- * What a run could overwrite in the repository: BENCHMARKS.md, bench/results.json and every file
+ * What a run could overwrite in the repository: BENCHMARKS.md and its appendix, bench/results.json and every file
  * in bench/charts/, each with the SHA-256 of its bytes ('absent' when it does not exist).
  */
 function repositoryOutputs(): Record<string, string> {
@@ -21,7 +22,9 @@ function repositoryOutputs(): Record<string, string> {
   const charts = existsSync(path.join(root, 'bench', 'charts'))
     ? readdirSync(path.join(root, 'bench', 'charts')).map((name) => `bench/charts/${name}`)
     : [];
-  return Object.fromEntries(['BENCHMARKS.md', 'bench/results.json', ...charts].map((rel) => [rel, hash(rel)]));
+  return Object.fromEntries(
+    ['BENCHMARKS.md', 'docs/benchmarks-appendix.md', 'bench/results.json', ...charts].map((rel) => [rel, hash(rel)]),
+  );
 }
 
 /** Whether every element of an XML document is closed in order (a minimal parse, enough for SVG). */
@@ -38,16 +41,39 @@ function wellFormed(xml: string): boolean {
   return stack.length === 0;
 }
 
+/** The bench package's dependencies (bench/package.json) that do not resolve from bench/. */
+function missingBenchDependencies(): string[] {
+  const pkg = JSON.parse(readFileSync(path.join(root, 'bench', 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
+  const fromBench = createRequire(path.join(root, 'bench', 'package.json'));
+  return Object.keys(pkg.dependencies).filter((name) => {
+    try {
+      fromBench.resolve(name);
+      return false;
+    } catch (err) {
+      // Found, but with no entry for require (an ES-only package): installed all the same.
+      return (err as NodeJS.ErrnoException).code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED';
+    }
+  });
+}
+
 // Structure only: the benchmark's figures are never asserted (they depend on the machine).
 describe('bench: smoke run', () => {
+  // Not a skip: CI installs them (.ci/run), and a bench nobody runs rots unseen.
+  it("finds the bench package's own dependencies installed (npm ci --prefix bench)", () => {
+    expect(missingBenchDependencies(), 'bench dependencies missing: run npm ci --prefix bench').toEqual([]);
+  });
+
   const out = mkdtempSync(path.join(tmpdir(), 'statefold-bench-smoke-'));
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
-  it('writes BENCHMARKS.md with every table, and three SVG charts, to the --out directory', async () => {
+  it('writes BENCHMARKS.md, its appendix with every table, and three SVG charts, to the --out directory', async () => {
     // Hermetic: no S3 rows even where STATEFOLD_S3_* are set (the S3 path is exercised by `npm run bench` with them).
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('STATEFOLD_S3_')));
     const before = repositoryOutputs();
-    const { stderr } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--out', out], {
+    // Through the launcher `npm run bench` uses, which checks the bench package's own dependencies.
+    const { stderr } = await run(process.execPath, ['bench/start.mjs', 'bench/run.ts', '--smoke', '--out', out], {
       cwd: root,
       env,
       timeout: 80_000,
@@ -55,11 +81,19 @@ describe('bench: smoke run', () => {
     expect(stderr).toMatch(/\[bench 1\/\d+ /);
     expect(stderr).toContain('done in');
 
+    // One summary page, and an appendix with every table; each links to the other.
     const md = readFileSync(path.join(out, 'BENCHMARKS.md'), 'utf8');
+    const appendix = readFileSync(path.join(out, 'docs', 'benchmarks-appendix.md'), 'utf8');
     for (const heading of [
       '## Machine',
-      '## How to reproduce',
       '## Headline: targets, earlier figures, and this run',
+      '## statefold against the other ways to checkpoint',
+      '## Charts',
+      '## How to reproduce',
+    ]) {
+      expect(md).toContain(heading);
+    }
+    for (const heading of [
       '## Workloads',
       '## Stall and commit latency',
       '## What each checkpoint stores against what its step added',
@@ -71,22 +105,31 @@ describe('bench: smoke run', () => {
       '## Many streams in one process',
       '## What the pieces cost (tinybench micro-benchmarks)',
     ]) {
-      expect(md).toContain(heading);
+      expect(appendix).toContain(heading);
+      expect(md).not.toContain(heading);
     }
-    expect(md).toContain('npm run bench -- --smoke');
+    expect(md).toContain('](docs/benchmarks-appendix.md)');
+    expect(appendix).toContain('](../BENCHMARKS.md)');
+    for (const page of [md, appendix]) expect(page).toContain('npm run bench -- --smoke');
     for (const strategy of [
       'statefold immutable',
       'statefold copy',
       'full msgpackr+lz4',
       'full JSON+gzip',
       'fjp compare + mirror',
-    ])
+    ]) {
       expect(md).toContain(`| ${strategy} |`);
+      expect(appendix).toContain(`| ${strategy} |`);
+    }
     // Markdown tables: a header row followed by an alignment row.
-    expect(md.match(/^\| :-- \|/gm)?.length ?? 0).toBeGreaterThanOrEqual(6);
+    expect(md.match(/^\| :-- \|/gm)?.length ?? 0).toBeGreaterThanOrEqual(3);
+    expect(appendix.match(/^\| :-- \|/gm)?.length ?? 0).toBeGreaterThanOrEqual(6);
 
+    // The summary shows the three charts; the appendix links them from docs/.
     const charts = [...md.matchAll(/!\[[^\]]*\]\(([^)]+\.svg)\)/g)].map((m) => m[1]!);
     expect(charts).toHaveLength(3);
+    for (const [rel] of appendix.matchAll(/(?<=\]\()[^)]+\.svg(?=\))/g))
+      expect(existsSync(path.join(out, 'docs', rel))).toBe(true);
     for (const rel of charts) {
       const file = path.join(out, rel);
       expect(existsSync(file)).toBe(true);

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
-const demo = fileURLToPath(new URL('../../bench/demo/demo.mjs', import.meta.url));
+const demo = fileURLToPath(new URL('../../demo/demo.mjs', import.meta.url));
 
 describe('demo: npm run demo in short mode', () => {
   it('survives its kills, charges each order exactly once and ends in the uninterrupted state', async () => {

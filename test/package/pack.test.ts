@@ -35,9 +35,12 @@ async function npm(args: string[], cwd: string, timeout: number): Promise<string
   }
 }
 
-/** Runs an ES module in the consumer folder with the node running the tests; returns what it prints as JSON. */
-async function node(script: string, nodeArgs: string[] = []): Promise<unknown> {
-  const file = path.join(consumer, 'probe.mjs');
+/**
+ * Runs a script in the consumer folder with the node running the tests (an ES module, or CommonJS
+ * for `probe.cjs`); returns what it prints as JSON.
+ */
+async function node(script: string, nodeArgs: string[] = [], name = 'probe.mjs'): Promise<unknown> {
+  const file = path.join(consumer, name);
   await writeFile(file, script);
   const { stdout } = await run(process.execPath, [...nodeArgs, file], {
     cwd: consumer,
@@ -241,6 +244,16 @@ console.log(JSON.stringify(out));
     expect(out).toMatch(/optional peer dependency @aws-sdk\/client-s3/);
   });
 
+  it('fails to import statefold/testing without vitest with a message that names the missing peer dependency', async () => {
+    expect(existsSync(path.join(consumer, 'node_modules', 'vitest'))).toBe(false);
+    const out = await node(`
+let out;
+try { await import('statefold/testing'); out = 'loaded'; } catch (e) { out = String(e.message); }
+console.log(JSON.stringify(out));
+`);
+    expect(out).toMatch(/^statefold\/testing needs the optional peer dependency vitest, which is not installed/);
+  });
+
   it('fails to import statefold/langgraph with a message that names the missing peer dependencies', async () => {
     const out = await node(`
 let out;
@@ -248,5 +261,75 @@ try { await import('statefold/langgraph'); out = 'loaded'; } catch (e) { out = S
 console.log(JSON.stringify(out));
 `);
     expect(out).toMatch(/optional peer dependencies @langchain\/langgraph-checkpoint and @langchain\/core/);
+  });
+});
+
+/** A CommonJS script that requires each of `subpaths` and prints, per subpath, its export names or its error. */
+const requireEach = (subpaths: string[]): string => `
+const out = {};
+for (const p of ${JSON.stringify(subpaths)}) {
+  try { out[p] = Object.keys(require(p)).sort(); } catch (e) { out[p] = { code: e.code, message: e.message }; }
+}
+console.log(JSON.stringify(out));
+`;
+
+describe('package: required from CommonJS', () => {
+  it('requires statefold and statefold/kit, and checkpoints and restores through require', async () => {
+    const out = (await node(requireEach(['statefold', 'statefold/kit']), [], 'probe.cjs')) as Record<string, unknown>;
+    expect(out['statefold']).toEqual(expect.arrayContaining(['SnapshotEngine', 'FileStore', 'restore']));
+    expect(out['statefold/kit']).toEqual(expect.arrayContaining(['retry', 'TransientError']));
+    const restored = await node(
+      `
+const { SnapshotEngine, FileStore, restore } = require('statefold');
+(async () => {
+  const store = new FileStore({ dir: './cjs-data' });
+  const engine = await SnapshotEngine.open({ store, stream: 'cjs' });
+  await engine.checkpoint({ n: 1, text: 'y'.repeat(2000) });
+  await engine.checkpoint({ n: 2, text: 'y'.repeat(2000) });
+  await engine.close();
+  const { seq, state } = await restore(store, 'cjs');
+  console.log(JSON.stringify({ seq, n: state.n }));
+})();
+`,
+      [],
+      'probe.cjs',
+    );
+    expect(restored).toEqual({ seq: 2, n: 2 });
+  });
+
+  it('requires the optional entries without their peers and gets the same messages as import', async () => {
+    const out = (await node(
+      requireEach(['statefold/s3', 'statefold/langgraph', 'statefold/testing']),
+      [],
+      'probe.cjs',
+    )) as Record<string, { message: string }>;
+    expect(out['statefold/s3']!.message).toMatch(/optional peer dependency @aws-sdk\/client-s3/);
+    expect(out['statefold/langgraph']!.message).toMatch(
+      /optional peer dependencies @langchain\/langgraph-checkpoint and @langchain\/core/,
+    );
+    expect(out['statefold/testing']!.message).toMatch(/optional peer dependency vitest/);
+  });
+
+  it('requires every entry once its peers are installed', async () => {
+    // The repository's own copies of the peers, linked into the consumer's node_modules.
+    const peers = ['@aws-sdk', '@langchain', 'vitest'];
+    for (const name of peers)
+      await symlink(path.join(root, 'node_modules', name), path.join(consumer, 'node_modules', name), 'dir');
+    try {
+      const out = await node(
+        requireEach(['statefold', 'statefold/s3', 'statefold/langgraph', 'statefold/kit', 'statefold/testing']),
+        [],
+        'probe.cjs',
+      );
+      expect(out).toEqual({
+        statefold: expect.arrayContaining(['SnapshotEngine']),
+        'statefold/s3': expect.arrayContaining(['S3Store']),
+        'statefold/langgraph': ['StatefoldSaver'],
+        'statefold/kit': expect.arrayContaining(['retry']),
+        'statefold/testing': ['FaultStore', 'describeStoreConformance'],
+      });
+    } finally {
+      for (const name of peers) await rm(path.join(consumer, 'node_modules', name));
+    }
   });
 });
