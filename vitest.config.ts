@@ -5,7 +5,6 @@ import { configDefaults, defineConfig } from 'vitest/config';
 /** Crash-point sweeps, fault injection, SIGKILLed and racing processes, child processes, bench and demo runs. */
 const SLOW = [
   'test/crash/**/*.test.ts', // crash sweeps and fault injection; kill.test.ts SIGKILLs agent processes
-  'test/bench/**/*.test.ts', // a smoke run of the benchmark in a child process
   'test/demo/**/*.test.ts', // the crash-and-resume demo, in child processes
   'test/engine/restart.test.ts', // three agent processes, one after the other
   'test/package/**/*.test.ts', // the packed package, installed and imported from outside the repository
@@ -14,6 +13,11 @@ const SLOW = [
 ];
 /** Against a real S3-compatible server (project `s3`). */
 const INTEGRATION = ['test/integration/**/*.test.ts'];
+/**
+ * A smoke run of the benchmark in a child process (project `bench`, `npm run test:bench`): it needs the
+ * bench's own package installed (`npm ci --prefix bench`), so `npm test` (the library's tests) leaves it out.
+ */
+const BENCH = ['test/bench/**/*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -27,10 +31,11 @@ export default defineConfig({
         test: {
           name: 'fast',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...SLOW, ...INTEGRATION],
+          exclude: [...configDefaults.exclude, ...SLOW, ...INTEGRATION, ...BENCH],
         },
       },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'bench', include: BENCH } },
       {
         // Against a real S3-compatible server from STATEFOLD_S3_* variables; skipped without them
         // (one line says how to run them), an error without them under CI=true.

@@ -4,7 +4,7 @@
  * importing `statefold/langgraph` fails with one message that says what to install.
  */
 import type * as Saver from './saver.js';
-import { assertPeers } from '../../storage-adapters/peers.js';
+import { assertPeers } from '../../storage-adapters/kit/index.js';
 import { NOT_INSTALLED, PEERS } from './peers.js';
 
 assertPeers(PEERS, NOT_INSTALLED);

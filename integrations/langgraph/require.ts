@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import type * as Saver from './saver.js';
-import { assertPeers } from '../../storage-adapters/peers.js';
+import { assertPeers } from '../../storage-adapters/kit/index.js';
 import { NOT_INSTALLED, PEERS } from './peers.js';
 
 assertPeers(PEERS, NOT_INSTALLED);
