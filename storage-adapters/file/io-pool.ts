@@ -24,7 +24,7 @@
 import { Worker } from 'node:worker_threads';
 import type { CreateJob, DeleteJob, IoReply, ReadJob } from './io-worker.js';
 
-interface Slot {
+interface IoThread {
   worker: Worker;
   /** Jobs sent to it and not yet answered. */
   load: number;
@@ -36,13 +36,13 @@ interface Slot {
 export class IoThreadUnavailable extends Error {}
 
 interface Pending {
-  slot: Slot;
+  thread: IoThread;
   resolve(value: boolean | Uint8Array | undefined): void;
   reject(err: Error): void;
 }
 
 /** A job waiting for the end of this turn of the event loop, to be sent with the others. */
-interface Outgoing extends Omit<Pending, 'slot'> {
+interface Outgoing extends Omit<Pending, 'thread'> {
   job: CreateJob | ReadJob | DeleteJob;
   /** A create's body, handed over to the thread. */
   transfer?: ArrayBuffer | undefined;
@@ -58,7 +58,7 @@ export const DEFAULT_IO_THREADS = 16;
 export const HERE_LIMIT = 4;
 
 class IoPool {
-  readonly #slots: Slot[] = [];
+  readonly #threads: IoThread[] = [];
   readonly #pending = new Map<number, Pending>();
   #outbox: Outgoing[] = [];
   #nextId = 1;
@@ -71,12 +71,12 @@ class IoPool {
 
   /** Whether creates can go to threads (none failed to start or died, or some still run). */
   get available(): boolean {
-    return !this.#failed || this.#slots.length > 0;
+    return !this.#failed || this.#threads.length > 0;
   }
 
   /** Threads started and not gone (tests and diagnostics). */
   get threads(): number {
-    return this.#slots.length;
+    return this.#threads.length;
   }
 
   /**
@@ -87,8 +87,8 @@ class IoPool {
    */
   route(op: 'read' | 'write', limit: number): boolean {
     if (limit <= 0 || !this.available) return false;
-    if (op === 'read') return this.#slots.some((s) => s.ready);
-    return this.#slots.length > 0 || this.#here >= HERE_LIMIT;
+    if (op === 'read') return this.#threads.some((s) => s.ready);
+    return this.#threads.length > 0 || this.#here >= HERE_LIMIT;
   }
 
   /** Runs a call the caller makes on Node's fs itself, counted as in flight here. */
@@ -149,25 +149,25 @@ class IoPool {
   readonly #flush = (): void => {
     const outbox = this.#outbox;
     this.#outbox = [];
-    const batches = new Map<Slot, Outgoing[]>();
-    let readSlot: Slot | undefined;
+    const batches = new Map<IoThread, Outgoing[]>();
+    let readThread: IoThread | undefined;
     for (const out of outbox) {
-      const slot = out.job.op === 'read' ? (readSlot ??= this.#slot()) : this.#slot();
-      if (slot === undefined) {
+      const thread = out.job.op === 'read' ? (readThread ??= this.#thread()) : this.#thread();
+      if (thread === undefined) {
         out.reject(new IoThreadUnavailable('no FileStore I/O thread could start'));
         continue;
       }
-      this.#pending.set(out.job.id, { slot, resolve: out.resolve, reject: out.reject });
-      if (slot.load++ === 0) slot.worker.ref();
-      const batch = batches.get(slot);
-      if (batch === undefined) batches.set(slot, [out]);
+      this.#pending.set(out.job.id, { thread, resolve: out.resolve, reject: out.reject });
+      if (thread.load++ === 0) thread.worker.ref();
+      const batch = batches.get(thread);
+      if (batch === undefined) batches.set(thread, [out]);
       else batch.push(out);
     }
-    for (const [slot, batch] of batches) {
+    for (const [thread, batch] of batches) {
       const transfer: ArrayBuffer[] = [];
       for (const out of batch) if (out.transfer !== undefined) transfer.push(out.transfer);
       try {
-        slot.worker.postMessage(
+        thread.worker.postMessage(
           batch.map((out) => out.job),
           transfer,
         );
@@ -179,10 +179,10 @@ class IoPool {
   };
 
   /** The least loaded thread; a new one when every thread is busy and the limit allows. */
-  #slot(): Slot | undefined {
-    let best: Slot | undefined;
-    for (const s of this.#slots) if (best === undefined || s.load < best.load) best = s;
-    if (best !== undefined && (best.load === 0 || this.#slots.length >= this.#max)) return best;
+  #thread(): IoThread | undefined {
+    let best: IoThread | undefined;
+    for (const s of this.#threads) if (best === undefined || s.load < best.load) best = s;
+    if (best !== undefined && (best.load === 0 || this.#threads.length >= this.#max)) return best;
     if (this.#failed) return best;
     let worker: Worker;
     try {
@@ -193,17 +193,17 @@ class IoPool {
       return best;
     }
     worker.unref();
-    const slot: Slot = { worker, load: 0, ready: false };
+    const thread: IoThread = { worker, load: 0, ready: false };
     // 'online' comes before the script loads: the thread says itself when it listens.
     worker.on('message', (replies: IoReply[] | { ready: true }) => {
-      if ('ready' in replies) slot.ready = true;
+      if ('ready' in replies) thread.ready = true;
       else for (const reply of replies) this.#settle(reply);
     });
-    worker.on('messageerror', (err) => this.#die(slot, err));
-    worker.on('error', (err) => this.#die(slot, err));
-    worker.on('exit', (code) => this.#die(slot, new Error(`FileStore I/O thread exited with code ${code}`)));
-    this.#slots.push(slot);
-    return slot;
+    worker.on('messageerror', (err) => this.#die(thread, err));
+    worker.on('error', (err) => this.#die(thread, err));
+    worker.on('exit', (code) => this.#die(thread, new Error(`FileStore I/O thread exited with code ${code}`)));
+    this.#threads.push(thread);
+    return thread;
   }
 
   /** Removes a job from those pending, and from its thread's load; undefined when it is not pending. */
@@ -211,7 +211,7 @@ class IoPool {
     const pending = this.#pending.get(id);
     if (pending === undefined) return undefined;
     this.#pending.delete(id);
-    if (--pending.slot.load === 0) pending.slot.worker.unref();
+    if (--pending.thread.load === 0) pending.thread.worker.unref();
     return pending;
   }
 
@@ -237,17 +237,17 @@ class IoPool {
    * IoThreadUnavailable when it never started (they never ran: the caller writes them itself),
    * else with the error (they may or may not have landed, as after any store error).
    */
-  #die(slot: Slot, err: Error): void {
-    const at = this.#slots.indexOf(slot);
+  #die(thread: IoThread, err: Error): void {
+    const at = this.#threads.indexOf(thread);
     if (at < 0) return;
-    this.#slots.splice(at, 1);
+    this.#threads.splice(at, 1);
     this.#failed = true;
     // After a message it could not read, the thread still runs: it must not hold the process.
-    slot.worker.unref();
-    void slot.worker.terminate().catch(() => undefined);
-    const failure = slot.ready ? err : new IoThreadUnavailable(`no FileStore I/O thread could start: ${err.message}`);
+    thread.worker.unref();
+    void thread.worker.terminate().catch(() => undefined);
+    const failure = thread.ready ? err : new IoThreadUnavailable(`no FileStore I/O thread could start: ${err.message}`);
     for (const [id, p] of this.#pending) {
-      if (p.slot !== slot) continue;
+      if (p.thread !== thread) continue;
       this.#pending.delete(id);
       p.reject(failure);
     }

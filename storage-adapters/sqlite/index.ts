@@ -1,3 +1,9 @@
+/**
+ * SqliteStore: every object a row of one SQLite database file, with group commit. Needs
+ * `better-sqlite3` (12.x), an optional peer dependency: without it, importing `statefold/sqlite`
+ * fails with one message that says what to install.
+ * @module statefold/sqlite
+ */
 import * as path from 'node:path';
 import './binding.js';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
