@@ -1,8 +1,8 @@
 /**
- * The database file, as a thread of SqliteStore opens it: the binding, the checks that tell a
- * damaged file from a new one, the pragmas and the one table. Runs on the store's threads only.
+ * The database file, as a thread of SqliteStore opens it: the binding, the pragmas and the one
+ * table; SQLite itself tells a damaged file from a new one. Runs on the store's threads only.
  */
-import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
+import { mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 
@@ -35,11 +35,6 @@ export interface OpenSettings {
   busyTimeoutMs: number;
 }
 
-/** An error found in the file itself, before SQLite read it: reported as CORRUPT. */
-export class DamagedFile extends Error {
-  readonly code = 'STATEFOLD_DAMAGED';
-}
-
 // better-sqlite3 is CommonJS; require also keeps it out of the main thread's module graph.
 const require = createRequire(import.meta.url);
 let binding: DatabaseClass | undefined;
@@ -54,52 +49,20 @@ const SCHEMA = `CREATE TABLE IF NOT EXISTS statefold_objects (
   body BLOB NOT NULL
 )`;
 
-const MAGIC = 'SQLite format 3\0';
-
 /**
- * Checks the file's header before SQLite uses it: a file that is not a database, or that is
- * shorter than its header says (cut by a copy or a full disk), is DamagedFile. SQLite itself
- * would read the missing pages as zeros and fail only on the rows they held, or not at all.
- * The length is only checked without a WAL: pages committed since the last checkpoint may be in
- * the WAL alone, and a checkpoint cut by a crash leaves the file short until the next open redoes it.
+ * Whether the file is there. Only a stat: opening and closing a descriptor of the file
+ * would drop the POSIX locks this process's connections hold on it (closing any descriptor of a
+ * file drops them all). SQLite itself reports a file that is not a database (SQLITE_NOTADB) or is
+ * shorter than its header says (SQLITE_CORRUPT), under its own locks, when the connection first
+ * reads it: a check of the bytes here would race with another process's checkpoint growing the file.
  */
-function checkHeader(file: string): 'missing' | 'empty' | 'ok' {
-  let size: number;
+function exists(file: string): boolean {
   try {
-    size = statSync(file).size;
+    statSync(file);
+    return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
-  }
-  if (size === 0) return 'empty';
-  const header = Buffer.alloc(100);
-  const fd = openSync(file, 'r');
-  let read: number;
-  try {
-    read = readSync(fd, header, 0, 100, 0);
-  } finally {
-    closeSync(fd);
-  }
-  if (read < 100 || header.toString('latin1', 0, 16) !== MAGIC)
-    throw new DamagedFile(`${file} is not a SQLite database (its first bytes are not a SQLite header)`);
-  const raw = header.readUInt16BE(16);
-  const pageSize = raw === 1 ? 65536 : raw;
-  const pages = header.readUInt32BE(28);
-  // The header's page count is valid only when its change counter matches "version-valid-for".
-  const valid = pages > 0 && header.readUInt32BE(24) === header.readUInt32BE(92);
-  if (!valid || walHasFrames(file)) return 'ok';
-  if (size < pages * pageSize)
-    throw new DamagedFile(
-      `${file} is truncated: its header says ${pages} pages of ${pageSize} bytes (${pages * pageSize} bytes), the file has ${size}`,
-    );
-  return 'ok';
-}
-
-function walHasFrames(file: string): boolean {
-  try {
-    return statSync(`${file}-wal`).size > 32;
-  } catch {
-    return false;
   }
 }
 
@@ -108,7 +71,7 @@ function walHasFrames(file: string): boolean {
  * store's synchronous level, and the table. Creates the file, and its directory, when there is none.
  */
 export function openWriter(settings: OpenSettings): Database {
-  if (checkHeader(settings.path) === 'missing') mkdirSync(dirname(settings.path), { recursive: true });
+  if (!exists(settings.path)) mkdirSync(dirname(settings.path), { recursive: true });
   const db = new (databaseClass())(settings.path, { timeout: settings.busyTimeoutMs, fileMustExist: false });
   try {
     const mode = db.pragma('journal_mode = WAL', { simple: true });
@@ -129,8 +92,7 @@ export function openWriter(settings: OpenSettings): Database {
  * leaves nothing behind.
  */
 export function openReader(settings: OpenSettings): Database | undefined {
-  const found = checkHeader(settings.path);
-  if (found === 'missing') return undefined;
+  if (!exists(settings.path)) return undefined;
   const db = new (databaseClass())(settings.path, { timeout: settings.busyTimeoutMs, fileMustExist: true });
   try {
     // Reading the schema is where SQLite finds a damaged first page.
@@ -147,10 +109,9 @@ export function openReader(settings: OpenSettings): Database | undefined {
   }
 }
 
-/** Whether `err` says the database file is damaged (SQLite's own codes, or the header checks). */
+/** Whether `err` says the database file is damaged (SQLite's own codes). */
 export function isDamage(code: string | undefined): boolean {
   return (
-    code === 'STATEFOLD_DAMAGED' ||
     code === 'SQLITE_NOTADB' ||
     (code !== undefined && (code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_')))
   );

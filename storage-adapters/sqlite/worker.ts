@@ -7,7 +7,7 @@
  * mode a reader sees the last commit without taking the write lock.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { DamagedFile, openReader, openWriter, type Database, type OpenSettings, type Statement } from './database.js';
+import { openReader, openWriter, type Database, type OpenSettings, type Statement } from './database.js';
 
 /** A call the main thread sends, with its id. */
 export type Job =
@@ -61,7 +61,7 @@ function failure(err: unknown): Failure {
   const e = err as { message?: unknown; code?: unknown } | undefined;
   return {
     message: String(e?.message ?? err),
-    code: err instanceof DamagedFile ? err.code : typeof e?.code === 'string' ? e.code : undefined,
+    code: typeof e?.code === 'string' ? e.code : undefined,
   };
 }
 

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, rm, stat, symlink, truncate, writeFile, open } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, truncate, writeFile, open } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -223,6 +224,27 @@ describe('sqlite store: one file, several connections', () => {
     expect(await store.list('')).toEqual([]);
     expect(await readdir(dir)).toEqual([]);
   });
+});
+
+// Closing any descriptor of a file drops every POSIX lock the process holds on it, the locks of
+// SQLite's connections included (sqlite.org "How To Corrupt An SQLite Database File", 2.2): the store
+// must not open and close the database file beside them. Linux lists the locks in /proc/locks.
+describe('sqlite store: the locks of its connections', () => {
+  it.skipIf(!existsSync('/proc/locks'))(
+    "keeps its connections' lock on the database file once both threads have opened it",
+    async () => {
+      const store = await freshStore();
+      expect(await store.putIfAbsent('lock/a', bytes('a'))).toBe(true);
+      expect(text(await store.get('lock/a'))).toBe('a');
+      const { ino } = await stat(store.path);
+      const ours = (await readFile('/proc/locks', 'utf8')).split('\n').filter((line) => {
+        const [, , , , pid, device] = line.trim().split(/\s+/);
+        return pid === String(process.pid) && device?.endsWith(`:${ino}`) === true;
+      });
+      // In WAL mode a connection holds a shared lock on the file for as long as it is open.
+      expect(ours.length, 'locks of this process on the database file').toBeGreaterThan(0);
+    },
+  );
 });
 
 /** A store file holding a stream of 30 checkpoints (about 50 KB each, so that it spans many pages), closed. */
