@@ -55,6 +55,10 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * a commit's fsync. `putIfAbsent` is an insert of a unique key in that transaction: atomic,
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
+ * The `-wal` file beside it is part of the database until the last connection closes: the writes
+ * since the last checkpoint are there alone. Copy or move the files together, or after `close()`.
+ * A `-wal` that is lost or damaged cannot be told from one that is not there: SQLite drops the
+ * commits from its first bad frame on, silently (keys they created read as absent again).
  * The file must be on a local filesystem (WAL needs shared memory between the processes). There
  * is nothing to remove besides keys, so `removeLeftovers` does nothing.
  */
