@@ -2,7 +2,7 @@
  * The database file, as a thread of SqliteStore opens it: the binding, the pragmas and the one
  * table; SQLite itself tells a damaged file from a new one. Runs on the store's threads only.
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createRequire } from 'node:module';
 
@@ -67,11 +67,31 @@ function exists(file: string): boolean {
 }
 
 /**
+ * Creates `dir` and its missing parents, durably: each directory that holds a new one is fsynced,
+ * so that a power loss after the first commit cannot take the database's directory with it
+ * (SQLite fsyncs the directory it creates the file in, not those above).
+ */
+function makeDirs(dir: string): void {
+  const first = mkdirSync(dir, { recursive: true });
+  if (first === undefined) return;
+  for (let d = dir; ; d = dirname(d)) {
+    const parent = dirname(d);
+    const fd = openSync(parent, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (d === first || parent === d) return;
+  }
+}
+
+/**
  * Opens the file for writing: WAL (readers do not wait for writers, one fsync per commit), the
  * store's synchronous level, and the table. Creates the file, and its directory, when there is none.
  */
 export function openWriter(settings: OpenSettings): Database {
-  if (!exists(settings.path)) mkdirSync(dirname(settings.path), { recursive: true });
+  if (!exists(settings.path)) makeDirs(dirname(settings.path));
   const db = new (databaseClass())(settings.path, { timeout: settings.busyTimeoutMs, fileMustExist: false });
   try {
     const mode = db.pragma('journal_mode = WAL', { simple: true });

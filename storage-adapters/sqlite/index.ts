@@ -171,6 +171,8 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     // The reader first: the writer's connection, closed last, is the one that checkpoints the WAL
     // into the file (a query_only connection does not).
+    // No write is accepted once close is called, though the writer closes last.
+    this.#writer.refuse();
     await this.#reader.close();
     await this.#writer.close();
   }

@@ -36,6 +36,8 @@ export class StoreThread {
   #transfer: ArrayBuffer[] = [];
   #nextId = 1;
   #closing: Promise<void> | undefined;
+  /** Whether close() was called: calls are refused from then on. */
+  #refusing = false;
 
   constructor(data: ThreadData, onAnswer: (answer: Answer) => void) {
     this.#data = data;
@@ -44,7 +46,7 @@ export class StoreThread {
 
   /** Sends one call (with the buffer to hand over, a put's copy of its body); resolves its reply. */
   call(job: Call, transfer?: ArrayBuffer): Promise<Outcome> {
-    if (this.#closing !== undefined) return Promise.reject(new ThreadError('the store is closed', undefined));
+    if (this.#refusing) return Promise.reject(new ThreadError('the store is closed', undefined));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
@@ -91,11 +93,17 @@ export class StoreThread {
       if (this.#worker !== worker) return;
       this.#worker = undefined;
       worker.unref();
-      void worker.terminate().catch(() => undefined);
-      for (const [id, p] of this.#pending) {
-        this.#pending.delete(id);
-        p.reject(err);
-      }
+      const held = [...this.#pending.values()];
+      this.#pending.clear();
+      // Only once the thread has stopped: a transaction it was running (after a message it could
+      // not read, it still runs) has then committed or rolled back, so a caller that reads back
+      // after the failure sees the outcome for good.
+      void worker
+        .terminate()
+        .catch(() => undefined)
+        .then(() => {
+          for (const p of held) p.reject(err);
+        });
     };
     worker.on('error', die);
     worker.on('messageerror', die);
@@ -112,8 +120,14 @@ export class StoreThread {
     return pending;
   }
 
+  /** Refuses calls from now on (those sent are still answered); close() does it too. */
+  refuse(): void {
+    this.#refusing = true;
+  }
+
   /** Answers every call sent, closes the connection (a last checkpoint of the WAL) and stops the thread. */
   close(): Promise<void> {
+    this.#refusing = true;
     this.#closing ??= this.#close();
     return this.#closing;
   }

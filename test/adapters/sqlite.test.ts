@@ -221,6 +221,18 @@ describe('sqlite store: one file, several connections', () => {
     expect(text(await again.get('keep/a'))).toBe('a');
   });
 
+  it('refuses a write called once close() is called, though close has not resolved yet', async () => {
+    const store = await freshStore();
+    await store.putIfAbsent('keep/a', bytes('a'));
+    const closing = store.close();
+    await expect(store.putIfAbsent('late/b', bytes('b'))).rejects.toMatchObject({ code: 'STORAGE' });
+    await expect(store.delete('keep/a')).rejects.toMatchObject({ code: 'STORAGE' });
+    await closing;
+    const again = new SqliteStore({ path: store.path });
+    stores.push(again);
+    expect(await again.list('')).toEqual(['keep/a']);
+  });
+
   it('creates the directory of the file on first write', async () => {
     const dir = await freshDir();
     const store = new SqliteStore({ path: path.join(dir, 'a', 'b', 'store.db') });
