@@ -67,6 +67,9 @@ class RequestCounter implements Store {
     this.requests.deletes++;
     return this.inner.delete(key, options);
   }
+  removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    return this.inner.removeLeftovers(prefix, options);
+  }
 }
 
 /** Builds a stream of `history` checkpoints (one step each) on a memory store. */

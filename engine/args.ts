@@ -23,7 +23,7 @@ export function assertSeq(seq: unknown, stream: string, op: string, name = 'seq'
   }
 }
 
-/** Throws INVALID_ARGUMENT unless `store` has the four Store methods. */
+/** Throws INVALID_ARGUMENT unless `store` has the five Store methods. */
 export function assertStore(store: unknown, op: string): asserts store is Store {
   const s = store as Partial<Store> | null | undefined;
   if (
@@ -32,11 +32,12 @@ export function assertStore(store: unknown, op: string): asserts store is Store 
     typeof s.get !== 'function' ||
     typeof s.putIfAbsent !== 'function' ||
     typeof s.list !== 'function' ||
-    typeof s.delete !== 'function'
+    typeof s.delete !== 'function' ||
+    typeof s.removeLeftovers !== 'function'
   ) {
     throw new StatefoldError(
       'INVALID_ARGUMENT',
-      `${op}: store must be a Store (MemoryStore, FileStore, S3Store, or an object with get, putIfAbsent, list and delete)`,
+      `${op}: store must be a Store (MemoryStore, FileStore, SqliteStore, S3Store, or an object with get, putIfAbsent, list, delete and removeLeftovers)`,
     );
   }
 }
