@@ -116,6 +116,7 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     id: string,
     seq: number,
     known?: ThreadMeta,
+    /** An entry already read: the newest, or the one after `seq`. */
     newest?: Entry,
   ): Promise<CheckpointTuple | undefined> {
     const meta = known ?? (await t.metaAt(seq))?.meta;
@@ -146,9 +147,12 @@ export class StatefoldSaver extends BaseCheckpointSaver {
       if (remaining <= 0) return;
       // Read without keeping the thread open: a listing of many threads closes no writer.
       const t = this.#threads.reader(thread, ns);
-      const found = await t.run(() => matching(this.serde, t, { beforeId, onlyId, filter, limit: remaining }));
+      const read = new Map<number, Entry>();
+      const found = await t.run(() => matching(this.serde, t, { beforeId, onlyId, filter, limit: remaining }, read));
       for (const { seq, meta } of found) {
-        const tuple = remaining > 0 ? await t.run(() => this.#tupleAt(t, meta.id!, seq, meta)) : undefined;
+        // (The entry after it, when paged, says whether it holds this checkpoint's writes: no read for it.)
+        const after = read.get(seq + 1);
+        const tuple = remaining > 0 ? await t.run(() => this.#tupleAt(t, meta.id!, seq, meta, after)) : undefined;
         if (tuple === undefined) continue;
         remaining--;
         yield tuple;

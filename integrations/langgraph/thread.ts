@@ -269,11 +269,11 @@ export class Thread extends ThreadLocator {
   /**
    * The pending writes of checkpoint `id`, which `seq` (holding `state`) holds: at the next seq
    * when that was committed with them (a step's putWrites and put in one commit), else at `seq`.
-   * `newest`, the newest entry when known, saves reading the next seq's meta.
+   * `known`, an entry already read (the newest, or the one after `seq`), saves reading the next seq's meta.
    */
-  async writesAt(id: string, seq: number, state: ThreadState, newest?: Entry): Promise<Writes | undefined> {
-    if (newest?.seq === seq) return state.writes[id];
-    const after = newest?.seq === seq + 1 ? newest : await this.metaAt(seq + 1);
+  async writesAt(id: string, seq: number, state: ThreadState, known?: Entry): Promise<Writes | undefined> {
+    if (known?.seq === seq) return state.writes[id]; // (the newest: nothing after it)
+    const after = known?.seq === seq + 1 ? known : await this.metaAt(seq + 1);
     if (after?.meta.pw === true && after.meta.parent === id) {
       const carried = (await this.keptStateAt(seq + 1))?.writes[id];
       if (carried !== undefined) return carried;

@@ -158,12 +158,15 @@ export async function matching(
   serde: SerializerProtocol,
   t: Thread,
   o: { beforeId?: string; onlyId?: string; filter?: Record<string, unknown>; limit: number },
+  /** Gets every entry read, by seq. */
+  read?: Map<number, Entry>,
 ): Promise<Entry[]> {
   const seen = new Set<string>();
   const found: Entry[] = [];
   for (let before: number | undefined; ;) {
     const page = await t.page(before, PAGE);
     for (const entry of page) {
+      read?.set(entry.seq, entry);
       const { id, md } = entry.meta;
       if (id === null || seen.has(id)) continue;
       seen.add(id);
