@@ -60,6 +60,12 @@ export interface ThreadMeta {
   revs?: Record<string, number>;
   /** This seq re-commits a checkpoint after another one: a search by `max` would not find it. */
   rev?: true;
+  /**
+   * This seq was committed together with writes to its parent (one commit for a LangGraph step's
+   * putWrites and put): its state's `writes[parent]` holds the parent's writes, a superset of what
+   * the seq before (the parent's) holds.
+   */
+  pw?: true;
 }
 
 const PREFIX_PATTERN = /^[^\u0000]*$/;

@@ -39,8 +39,8 @@ import {
 } from './codec.js';
 import { idOf, invalid, missing, nsOf, type StatefoldSaverOptions } from './config.js';
 import { Threads } from './pool.js';
-import { PAGE, type Entry, type Head, type Thread } from './thread.js';
-import { entryOf, keptValue, matchesFilter, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
+import { AFTER_COMMIT, type Entry, type Head, type Thread } from './thread.js';
+import { entryOf, keptValue, matching, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
 
 /** A LangGraph checkpointer that stores each thread as a statefold stream of deltas. */
 export class StatefoldSaver extends BaseCheckpointSaver {
@@ -101,27 +101,39 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         if (head === undefined || head.meta.max === null) return undefined;
         if (head.meta.id === head.meta.max && head.state.cp !== null) return this.#tuple(t, head.state, head.meta);
         const seq = await t.locate(head.meta.max, entryOf(head));
-        return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq);
+        return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq, undefined, entryOf(head));
       }
       const newest = await t.newest();
       const seq = await t.locate(wanted, newest);
       const known = newest?.seq === seq ? newest?.meta : undefined;
-      return seq === undefined ? undefined : this.#tupleAt(t, wanted, seq, known);
+      return seq === undefined ? undefined : this.#tupleAt(t, wanted, seq, known, newest);
     });
   }
 
   /** Checkpoint `id` at `seq`, or undefined when that seq no longer holds it (deleted since it was located). */
-  async #tupleAt(t: Thread, id: string, seq: number, known?: ThreadMeta): Promise<CheckpointTuple | undefined> {
+  async #tupleAt(
+    t: Thread,
+    id: string,
+    seq: number,
+    known?: ThreadMeta,
+    /** An entry already read: the newest, or the one after `seq`. */
+    newest?: Entry,
+  ): Promise<CheckpointTuple | undefined> {
     const meta = known ?? (await t.metaAt(seq))?.meta;
     const state = meta?.id === id ? await t.keptStateAt(seq) : undefined;
-    return state === undefined ? undefined : this.#tuple(t, state, meta!);
+    if (state === undefined) return undefined;
+    const writes = await t.writesAt(id, seq, state, newest);
+    const withWrites = writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } };
+    return this.#tuple(t, withWrites, meta!);
   }
 
   #tuple(t: Thread, state: ThreadState, meta: ThreadMeta): Promise<CheckpointTuple> {
     const parentWrites = async (): Promise<Writes | undefined> => {
       const parent = state.parent!;
-      const at = await t.locate(parent, await t.newest());
-      return at === undefined ? undefined : (await t.keptStateAt(at))?.writes[parent];
+      const newest = await t.newest();
+      const at = await t.locate(parent, newest);
+      const stored = at === undefined ? undefined : await t.keptStateAt(at);
+      return stored === undefined ? undefined : t.writesAt(parent, at!, stored, newest);
     };
     return toTuple(this.serde, { thread: t.thread, ns: t.ns, state, meta, parentWrites });
   }
@@ -135,9 +147,12 @@ export class StatefoldSaver extends BaseCheckpointSaver {
       if (remaining <= 0) return;
       // Read without keeping the thread open: a listing of many threads closes no writer.
       const t = this.#threads.reader(thread, ns);
-      const found = await t.run(() => this.#matching(t, { beforeId, onlyId, filter, limit: remaining }));
+      const read = new Map<number, Entry>();
+      const found = await t.run(() => matching(this.serde, t, { beforeId, onlyId, filter, limit: remaining }, read));
       for (const { seq, meta } of found) {
-        const tuple = remaining > 0 ? await t.run(() => this.#tupleAt(t, meta.id!, seq, meta)) : undefined;
+        // (The entry after it, when paged, says whether it holds this checkpoint's writes: no read for it.)
+        const after = read.get(seq + 1);
+        const tuple = remaining > 0 ? await t.run(() => this.#tupleAt(t, meta.id!, seq, meta, after)) : undefined;
         if (tuple === undefined) continue;
         remaining--;
         yield tuple;
@@ -160,38 +175,6 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     return found;
   }
 
-  /**
-   * The checkpoints of one thread that pass the list options, largest id first, as entries of
-   * their newest seq. Pages through the stream from its newest seq and stops once `limit` matches
-   * are found whose ids all beat the running largest id of the seqs not read yet.
-   */
-  async #matching(
-    t: Thread,
-    o: { beforeId?: string; onlyId?: string; filter?: Record<string, unknown>; limit: number },
-  ): Promise<Entry[]> {
-    const seen = new Set<string>();
-    const found: Entry[] = [];
-    for (let before: number | undefined; ;) {
-      const page = await t.page(before, PAGE);
-      for (const entry of page) {
-        const { id, md } = entry.meta;
-        if (id === null || seen.has(id)) continue;
-        seen.add(id);
-        if (o.beforeId !== undefined && id >= o.beforeId) continue;
-        if (o.onlyId !== undefined && id !== o.onlyId) continue;
-        if (o.filter !== undefined && !(await matchesFilter(this.serde, md, o.filter))) continue;
-        found.push(entry);
-      }
-      found.sort((a, b) => (a.meta.id! < b.meta.id! ? 1 : -1));
-      const last = page[page.length - 1];
-      if (page.length < PAGE || last === undefined) break;
-      const nth = found[o.limit - 1];
-      if (nth !== undefined && (last.meta.max === null || nth.meta.id! >= last.meta.max)) break;
-      before = last.seq;
-    }
-    return found.slice(0, o.limit);
-  }
-
   async put(
     config: RunnableConfig,
     checkpoint: Checkpoint,
@@ -205,37 +188,45 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const id = idOf(checkpoint?.id, 'put', 'checkpoint.id')!;
     const md = await toPlain(this.serde, metadata);
     const t = this.#thread(thread, ns);
-    await t.run(() =>
-      t.write(async (head) => {
-        const cp: StoredCheckpoint = {
-          v: checkpoint.v,
-          id,
-          ts: checkpoint.ts,
-          channel_values: await this.#values(t, checkpoint, newVersions ?? {}, head, parent),
-          channel_versions: { ...checkpoint.channel_versions },
-          versions_seen: structuredClone(checkpoint.versions_seen),
-        };
-        const headId = head?.state.cp?.id;
-        // Waiting writes for ids below this one are orphans: LangGraph puts a run's checkpoints in id
-        // order, so theirs would have come first (a run killed between its writes and its put).
-        const writes: Record<string, Writes> = {};
-        for (const [key, w] of Object.entries(head?.state.writes ?? {}))
-          if (key >= id && key !== headId) writes[key] = w;
-        if (headId === id && head?.state.writes[id] !== undefined) writes[id] = head.state.writes[id];
-        const max = head?.meta.max ?? null;
-        const reput = max !== null && id <= max && id !== headId;
-        if (reput) {
-          // A checkpoint put again after others: its writes stay with it.
-          const at = await t.locate(id, entryOf(head));
-          const stored = at === undefined ? undefined : (await t.keptStateAt(at))?.writes[id];
-          if (stored !== undefined) writes[id] = { ...stored, ...writes[id] };
-        }
-        const state: ThreadState = { cp, parent, writes };
-        // Put again onto its own re-commit, it stays a re-commit (lookups by id rely on the mark).
-        const rev = reput || (id === headId && head?.meta.rev === true);
-        return { state, meta: nextMeta(head, { id, parent, md, rev }) };
-      }),
-    );
+    await t.write(async (head, committed) => {
+      const headId = head?.state.cp?.id;
+      const max = head?.meta.max ?? null;
+      const reput = max !== null && id <= max && id !== headId;
+      // Committed with the writes pending before it only as a child of the checkpoint they add to,
+      // put after it (the lookups the other cases make read the store, which lacks what is pending).
+      const pending = head !== committed;
+      if (pending && (head?.meta !== committed?.meta || parent !== (headId ?? null) || reput || id === headId))
+        return AFTER_COMMIT;
+      const cp: StoredCheckpoint = {
+        v: checkpoint.v,
+        id,
+        ts: checkpoint.ts,
+        channel_values: await this.#values(t, checkpoint, newVersions ?? {}, head, parent),
+        channel_versions: { ...checkpoint.channel_versions },
+        versions_seen: structuredClone(checkpoint.versions_seen),
+      };
+      // Waiting writes for ids below this one are orphans: LangGraph puts a run's checkpoints in id
+      // order, so theirs would have come first (a run killed between its writes and its put).
+      const writes: Record<string, Writes> = {};
+      for (const [key, w] of Object.entries(head?.state.writes ?? {})) if (key >= id && key !== headId) writes[key] = w;
+      if (headId === id && head?.state.writes[id] !== undefined) writes[id] = head.state.writes[id];
+      // The parent's writes not committed yet go with this seq, marked so that lookups of the parent find them.
+      const carried = pending && headId !== undefined && head!.state.writes[headId] !== committed!.state.writes[headId];
+      if (carried) writes[headId] = head!.state.writes[headId]!;
+      if (reput) {
+        // A checkpoint put again after others: its writes stay with it.
+        const at = await t.locate(id, entryOf(head));
+        const stored = at === undefined ? undefined : await t.keptStateAt(at);
+        const storedWrites = stored === undefined ? undefined : await t.writesAt(id, at!, stored, entryOf(head));
+        if (storedWrites !== undefined) writes[id] = { ...storedWrites, ...writes[id] };
+      }
+      const state: ThreadState = { cp, parent, writes };
+      // Put again onto its own re-commit, it stays a re-commit (lookups by id rely on the mark).
+      const rev = reput || (id === headId && head?.meta.rev === true);
+      const meta = nextMeta(head, { id, parent, md, rev });
+      if (carried) meta.pw = true;
+      return { state, meta };
+    });
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: id } };
   }
 
@@ -287,31 +278,32 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const task = idOf(taskId, 'putWrites', 'taskId')!;
     const records = await toRecords(this.serde, writes, task, taskPath);
     const t = this.#thread(thread, nsOf(config));
-    await t.run(() =>
-      t.write(async (head) => {
-        const cp = head?.state.cp ?? null;
-        const at = cp === null || cp.id === id ? undefined : await t.locate(id, entryOf(head));
-        const stored = at === undefined ? undefined : await t.keptStateAt(at);
-        const storedMeta = stored === undefined ? undefined : (await t.metaAt(at!))?.meta;
-        // (A seq this process located may hold another checkpoint since another process deleted the thread.)
-        if (stored === undefined || stored.cp?.id !== id || storedMeta?.id !== id) {
-          // Writes for the newest checkpoint, or for one not put (or no longer stored): they wait in the newest state.
-          const merged = mergeWrites(head?.state.writes[id], records);
-          if (merged === undefined) return undefined;
-          const base: ThreadState = head?.state ?? { cp: null, parent: null, writes: {} };
-          const state = { ...base, writes: { ...base.writes, [id]: merged } };
-          return { state, meta: head?.meta ?? { id: null, parent: null, md: null, max: null } };
-        }
-        // Writes for an older checkpoint: it is committed again, with them, as the newest seq.
-        const merged = mergeWrites(stored.writes[id], records);
+    await t.write(async (head, committed) => {
+      const cp = head?.state.cp ?? null;
+      const own = cp === null || cp.id === id;
+      // (A lookup reads the store, which lacks what is pending: it waits for that to be committed.)
+      if (!own && head !== committed) return AFTER_COMMIT;
+      const at = own ? undefined : await t.locate(id, entryOf(head));
+      const stored = at === undefined ? undefined : await t.keptStateAt(at);
+      const storedMeta = stored === undefined ? undefined : (await t.metaAt(at!))?.meta;
+      // (A seq this process located may hold another checkpoint since another process deleted the thread.)
+      if (stored === undefined || stored.cp?.id !== id || storedMeta?.id !== id) {
+        // Writes for the newest checkpoint, or for one not put (or no longer stored): they wait in the newest state.
+        const merged = mergeWrites(head?.state.writes[id], records);
         if (merged === undefined) return undefined;
-        const early = { ...head!.state.writes };
-        delete early[cp!.id];
-        const state: ThreadState = { cp: stored.cp, parent: stored.parent, writes: { ...early, [id]: merged } };
-        const { md, parent } = storedMeta;
-        return { state, meta: nextMeta(head, { id, parent, md, rev: true }) };
-      }),
-    );
+        const base: ThreadState = head?.state ?? { cp: null, parent: null, writes: {} };
+        const state = { ...base, writes: { ...base.writes, [id]: merged } };
+        return { state, meta: head?.meta ?? { id: null, parent: null, md: null, max: null } };
+      }
+      // Writes for an older checkpoint: it is committed again, with them, as the newest seq.
+      const merged = mergeWrites(await t.writesAt(id, at!, stored, entryOf(head)), records);
+      if (merged === undefined) return undefined;
+      const early = { ...head!.state.writes };
+      delete early[cp!.id];
+      const state: ThreadState = { cp: stored.cp, parent: stored.parent, writes: { ...early, [id]: merged } };
+      const { md, parent } = storedMeta;
+      return { state, meta: nextMeta(head, { id, parent, md, rev: true }) };
+    });
   }
 
   async deleteThread(threadId: string): Promise<void> {

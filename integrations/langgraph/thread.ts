@@ -2,26 +2,22 @@
  * One (thread_id, checkpoint_ns) of a StatefoldSaver: its stream, the engine that writes it (opened
  * on the first write, re-opened when another replica fenced it), and the reads: the newest
  * checkpoint, a checkpoint id's seq, the state at a seq. Operations on one thread run one at a time,
- * in call order, so a read sees every write called before it.
+ * in call order, so a read sees every write called before it; writes called together are committed
+ * together (see `write`).
  */
+import assert from 'node:assert';
 import {
   isStatefoldError,
-  listCheckpoints,
-  readCheckpointMeta,
   restore,
   SnapshotEngine,
-  type CheckpointEntry,
   type EffectOptions,
   type EngineOptions,
   type ListCheckpointsOptions,
 } from '../../engine/index.js';
-import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
+import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './codec.js';
+import { ThreadLocator, type Entry } from './locate.js';
 
-/** A committed seq of a thread's stream with its meta. */
-export interface Entry {
-  seq: number;
-  meta: ThreadMeta;
-}
+export { PAGE, type Entry } from './locate.js';
 
 /** A committed seq with its state. */
 export interface Head extends Entry {
@@ -31,36 +27,49 @@ export interface Head extends Entry {
 /** What a write commits: the next state and its meta; undefined commits nothing. */
 export type Change = { state: ThreadState; meta: ThreadMeta } | undefined;
 
+/** What a write's `next` returns to be asked again once the batch so far is committed. */
+export const AFTER_COMMIT: unique symbol = Symbol('after commit');
+
+/**
+ * What a write makes of `head` (the newest state with the writes before it in its batch applied)
+ * given `committed` (the newest durable state; `head === committed` when nothing is pending).
+ */
+export type Next = (head: Head | undefined, committed: Head | undefined) => Promise<Change | typeof AFTER_COMMIT>;
+
+interface Queued {
+  next: Next;
+  resolve(): void;
+  reject(err: unknown): void;
+  settled: boolean;
+}
+
 /** How many times a write is re-tried after another writer fenced this one (each time after a re-open). */
 const FENCED_RETRIES = 3;
-/** Entries read per page when a thread's history is scanned. */
-export const PAGE = 32;
 
-export class Thread {
+export class Thread extends ThreadLocator {
   #engine: SnapshotEngine<ThreadState> | undefined;
   #tail: Promise<unknown>;
   /** Operations queued or running, and effects running. */
   #busy = 0;
-  /**
-   * Checkpoint id -> the newest seq this process saw holding it. Sealed: a later seq holds another
-   * id, so no later seq holds this one except as a re-commit, which every later meta's `revs` names.
-   */
-  readonly #seqs = new Map<string, { seq: number; sealed: boolean }>();
+  /** The batch of writes a write called now joins: queued, its commit not started. */
+  #batch: Queued[] | undefined;
 
   constructor(
-    readonly stream: string,
+    stream: string,
     readonly thread: string,
     readonly ns: string,
     private readonly engineOptions: Omit<EngineOptions, 'stream'>,
-    private readonly reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
+    reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
     /** What this thread's first operation waits for (a previous writer of the stream closing). */
     after: Promise<unknown> = Promise.resolve(),
   ) {
+    super(stream, engineOptions.store, reading);
     this.#tail = after;
   }
 
   /** Runs `op` after every operation called on this thread before it. */
   run<T>(op: () => Promise<T>): Promise<T> {
+    this.#batch = undefined; // a write called after `op` commits after it
     this.#busy++;
     const result = this.#tail.then(op).finally(() => this.#busy--);
     this.#tail = result.catch(() => undefined);
@@ -78,31 +87,99 @@ export class Thread {
   }
 
   /**
-   * Commits what `next` makes of the newest state (undefined for a new stream), from this
-   * process's engine. When another writer fenced it, re-opens (taking the stream back) and asks
-   * `next` again with the newest state then committed, so a retried write builds on what is there.
+   * Commits what `next` makes of the newest state (undefined for a new stream). Writes called
+   * together (in one turn of the event loop, or while this thread was busy) are one batch, whose
+   * commit starts after that turn: each `next` is asked in call order with the head the ones
+   * before it made (`head`, not yet committed) and the newest committed head (`committed`), and
+   * all their changes land in one engine checkpoint, one durable commit; each caller's promise
+   * settles once that commit is durable, and rejects if it fails. A `next` that needs the store
+   * to hold what `head` holds (a lookup by id) returns AFTER_COMMIT: what the batch has so far is
+   * committed, and it is asked again with that head. A `next` that throws fails only its caller.
+   * When another writer fenced this one, the thread re-opens (taking the stream back) and every
+   * write not yet durable is asked again from the newest state then committed, so it builds on
+   * what is there. See docs/langgraph.md, One commit per step.
    */
-  async write(next: (head: Head | undefined) => Promise<Change>): Promise<Head | undefined> {
-    for (let attempt = 0; ; attempt++) {
-      const engine = await this.#open();
-      const head = this.#engineHead(engine);
-      const change = await next(head);
-      if (change === undefined) return head;
+  write(next: Next): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const op: Queued = { next, resolve, reject, settled: false };
+      if (this.#batch !== undefined) {
+        this.#batch.push(op);
+        return;
+      }
+      const batch = [op];
+      this.run(() => this.#commitBatch(batch)).catch(() => undefined);
+      this.#batch = batch; // (after run, which closes the batch before it to later writes)
+    });
+  }
+
+  async #commitBatch(batch: Queued[]): Promise<void> {
+    // Writes called later in this turn (LangGraph's put right after a step's putWrites) join the batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const settle = (ops: Queued[], err?: unknown) => {
+      for (const op of ops) {
+        if (op.settled) continue;
+        op.settled = true;
+        if (err === undefined) op.resolve();
+        else op.reject(err);
+      }
+    };
+    for (let attempt = 0, from = 0; ; attempt++) {
+      let group: Queued[] = [];
       try {
-        const info = await engine.checkpoint(change.state, { meta: change.meta });
-        const { id } = change.meta;
-        if (id !== null) {
-          // Committed right after `head`: head's id, if another, holds no later seq but as a re-commit.
-          if (head !== undefined && head.meta.id !== null && head.meta.id !== id)
-            this.#seqs.set(head.meta.id, { seq: head.seq, sealed: true });
-          this.#seqs.set(id, { seq: info.seq, sealed: false });
+        const engine = await this.#open();
+        let committed = this.#engineHead(engine);
+        let head = committed;
+        for (let i = from; i < batch.length;) {
+          const op = batch[i]!;
+          let change: Change | typeof AFTER_COMMIT;
+          try {
+            change = op.settled ? undefined : await op.next(head, committed);
+          } catch (err) {
+            settle([op], err);
+            change = undefined;
+          }
+          if (change === AFTER_COMMIT) {
+            // (A saver bug, not a condition to handle: a write asks this only when something is pending.)
+            assert(head !== committed, 'AFTER_COMMIT with nothing pending');
+            committed = head = await this.#commit(engine, committed, head!);
+            settle(group);
+            group = [];
+            from = i;
+            continue;
+          }
+          if (change !== undefined) {
+            const seq = change.meta === committed?.meta ? committed.seq : engine.seq + 1;
+            head = { seq, state: change.state, meta: change.meta };
+          }
+          group.push(op);
+          i++;
         }
-        return { seq: info.seq, state: change.state, meta: change.meta };
+        if (this.#batch === batch) this.#batch = undefined; // no write joins once its commit starts
+        if (head !== committed) await this.#commit(engine, committed, head!);
+        settle(group);
+        return;
       } catch (err) {
-        if (!isStatefoldError(err, 'FENCED') || attempt >= FENCED_RETRIES) throw err;
+        if (this.#batch === batch) this.#batch = undefined;
+        if (!isStatefoldError(err, 'FENCED') || attempt >= FENCED_RETRIES) {
+          settle(batch.slice(from), err);
+          return;
+        }
         this.#engine = undefined;
       }
     }
+  }
+
+  /** Commits `head` right after `committed` as one checkpoint; returns it as committed. */
+  async #commit(engine: SnapshotEngine<ThreadState>, committed: Head | undefined, head: Head): Promise<Head> {
+    const info = await engine.checkpoint(head.state, { meta: head.meta });
+    const { id } = head.meta;
+    if (id !== null) {
+      // Committed right after `committed`: its id, if another, holds no later seq but as a re-commit.
+      if (committed !== undefined && committed.meta.id !== null && committed.meta.id !== id)
+        this.seqs.set(committed.meta.id, { seq: committed.seq, sealed: true });
+      this.seqs.set(id, { seq: info.seq, sealed: false });
+    }
+    return { seq: info.seq, state: head.state, meta: head.meta };
   }
 
   /** Runs an effect on this thread's engine (see SnapshotEngine.effect). */
@@ -148,33 +225,6 @@ export class Thread {
     });
   }
 
-  /** Entries of the stream, newest first, `limit` from below seq `before`. */
-  async page(before: number | undefined, limit: number): Promise<Entry[]> {
-    const listed = await listCheckpoints(this.#store, this.stream, {
-      ...this.reading,
-      reverse: true,
-      limit,
-      ...(before === undefined ? {} : { before }),
-    });
-    return listed.map((entry) => {
-      if (entry.damaged) throw entry.error;
-      return this.#entry(entry);
-    });
-  }
-
-  #entry(entry: CheckpointEntry): Entry {
-    return { seq: entry.seq, meta: threadMeta(entry.meta, this.stream, entry.seq) };
-  }
-
-  get #store() {
-    return this.engineOptions.store;
-  }
-
-  /** The newest committed seq and its meta, from the store (another replica may have written since). */
-  async newest(): Promise<Entry | undefined> {
-    return (await this.page(undefined, 1))[0];
-  }
-
   /**
    * The newest committed seq with its state: this process's engine's when nothing was committed
    * since (one look at the store's newest seq), else restored from the store in one call.
@@ -202,7 +252,7 @@ export class Thread {
       const state = engine.state;
       if (state !== undefined) return state;
     }
-    const restored = await restore<ThreadState>(this.#store, this.stream, { ...this.reading, seq });
+    const restored = await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
     return restored.state;
   }
 
@@ -216,89 +266,18 @@ export class Thread {
     }
   }
 
-  /** The meta at committed `seq` (usually one store read: the binary search in locate probes many), or undefined. */
-  async metaAt(seq: number): Promise<Entry | undefined> {
-    try {
-      const meta = await readCheckpointMeta(this.#store, this.stream, seq, this.reading);
-      return { seq, meta: threadMeta(meta, this.stream, seq) };
-    } catch (err) {
-      if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
-      throw err;
-    }
-  }
-
   /**
-   * The newest seq holding checkpoint `id`, or undefined when none does. The newest entry and its
-   * record of re-committed checkpoints answer most lookups. Else the checkpoint was put as a new
-   * largest id and its seqs follow each other (its writes, its effects): a binary search on the
-   * running largest id each meta carries finds the first, reads forward the newest. A stream
-   * whose ids were not put in increasing order falls back to a scan. What this process saw is
-   * remembered: a sealed seq answers at once, another is read forward from (another replica may
-   * have committed the same id after it).
+   * The pending writes of checkpoint `id`, which `seq` (holding `state`) holds: at the next seq
+   * when that was committed with them (a step's putWrites and put in one commit), else at `seq`.
+   * `known`, an entry already read (the newest, or the one after `seq`), saves reading the next seq's meta.
    */
-  async locate(id: string, newest: Entry | undefined): Promise<number | undefined> {
-    if (newest === undefined) return undefined;
-    const { meta } = newest;
-    if (meta.id === id) return newest.seq;
-    const revised = meta.revs?.[id];
-    if (revised !== undefined) return revised;
-    if (meta.max === null || id > meta.max) return undefined;
-    const known = this.#seqs.get(id);
-    if (known?.sealed) return known.seq;
-    const lo = known?.seq ?? (await this.#firstWithMax(id, newest.seq));
-    if (lo === undefined) return this.#scan(id, newest.seq);
-    let found: number | undefined;
-    let sealed = false;
-    for (let seq = lo; seq <= newest.seq; seq++) {
-      const entry = seq === newest.seq ? newest : await this.metaAt(seq);
-      if (entry === undefined) break;
-      if (entry.meta.id !== id || (entry.meta.rev && seq !== lo)) {
-        sealed = true;
-        break;
-      }
-      found = seq;
+  async writesAt(id: string, seq: number, state: ThreadState, known?: Entry): Promise<Writes | undefined> {
+    if (known?.seq === seq) return state.writes[id]; // (the newest: nothing after it)
+    const after = known?.seq === seq + 1 ? known : await this.metaAt(seq + 1);
+    if (after?.meta.pw === true && after.meta.parent === id) {
+      const carried = (await this.keptStateAt(seq + 1))?.writes[id];
+      if (carried !== undefined) return carried;
     }
-    if (found === undefined) return this.#scan(id, newest.seq);
-    this.#seqs.set(id, { seq: found, sealed });
-    return found;
-  }
-
-  /** The first seq whose running largest id is at least `id` (binary search), or undefined when a seq is missing. */
-  async #firstWithMax(id: string, newest: number): Promise<number | undefined> {
-    const oldest = (await this.forward(undefined, 1))[0];
-    if (oldest === undefined) return undefined;
-    let lo = oldest.seq;
-    let hi = newest;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const probe = await this.metaAt(mid);
-      if (probe === undefined) return undefined;
-      if (probe.meta.max !== null && probe.meta.max >= id) hi = mid;
-      else lo = mid + 1;
-    }
-    return lo;
-  }
-
-  /** Entries of the stream, oldest first, `limit` from above seq `after`. */
-  async forward(after: number | undefined, limit: number): Promise<Entry[]> {
-    const listed = await listCheckpoints(this.#store, this.stream, {
-      ...this.reading,
-      limit,
-      ...(after === undefined ? {} : { after }),
-    });
-    return listed.map((entry) => {
-      if (entry.damaged) throw entry.error;
-      return this.#entry(entry);
-    });
-  }
-
-  async #scan(id: string, from: number): Promise<number | undefined> {
-    let before = from + 1;
-    for (;;) {
-      const entries = await this.page(before, PAGE);
-      for (const entry of entries) if (entry.meta.id === id) return entry.seq;
-      if (entries.length < PAGE) return undefined;
-      before = entries[entries.length - 1]!.seq;
-    }
+    return state.writes[id];
   }
 }

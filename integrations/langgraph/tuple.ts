@@ -22,7 +22,8 @@ import {
   type WriteRecord,
   type Writes,
 } from './codec.js';
-import type { Entry, Head } from './thread.js';
+import { PAGE, type Entry } from './locate.js';
+import type { Head, Thread } from './thread.js';
 
 /** Where a tuple was read from: its thread, namespace and what the stream holds at its seq. */
 export interface TupleSource {
@@ -146,4 +147,40 @@ export async function matchesFilter(
 ): Promise<boolean> {
   const metadata = (md === null ? {} : await fromPlain(serde, md)) as Record<string, unknown>;
   return Object.entries(filter).every(([key, value]) => isDeepStrictEqual(metadata[key], value));
+}
+
+/**
+ * The checkpoints of one thread that pass list's options, largest id first, as entries of their
+ * newest seq. Pages through the stream from its newest seq and stops once `limit` matches are
+ * found whose ids all beat the running largest id of the seqs not read yet.
+ */
+export async function matching(
+  serde: SerializerProtocol,
+  t: Thread,
+  o: { beforeId?: string; onlyId?: string; filter?: Record<string, unknown>; limit: number },
+  /** Gets every entry read, by seq. */
+  read?: Map<number, Entry>,
+): Promise<Entry[]> {
+  const seen = new Set<string>();
+  const found: Entry[] = [];
+  for (let before: number | undefined; ;) {
+    const page = await t.page(before, PAGE);
+    for (const entry of page) {
+      read?.set(entry.seq, entry);
+      const { id, md } = entry.meta;
+      if (id === null || seen.has(id)) continue;
+      seen.add(id);
+      if (o.beforeId !== undefined && id >= o.beforeId) continue;
+      if (o.onlyId !== undefined && id !== o.onlyId) continue;
+      if (o.filter !== undefined && !(await matchesFilter(serde, md, o.filter))) continue;
+      found.push(entry);
+    }
+    found.sort((a, b) => (a.meta.id! < b.meta.id! ? 1 : -1));
+    const last = page[page.length - 1];
+    if (page.length < PAGE || last === undefined) break;
+    const nth = found[o.limit - 1];
+    if (nth !== undefined && (last.meta.max === null || nth.meta.id! >= last.meta.max)) break;
+    before = last.seq;
+  }
+  return found.slice(0, o.limit);
 }
