@@ -64,6 +64,9 @@ export class CountingStore implements Store {
   delete(key: string, options?: StoreOptions): Promise<void> {
     return this.inner.delete(key, options);
   }
+  removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
+    return this.inner.removeLeftovers(prefix, options);
+  }
   reset(): WriteCounts {
     const c = this.counts;
     this.counts = emptyCounts();
