@@ -12,6 +12,7 @@ import type { EncryptionResult } from './encryption.js';
 import type { ManyResult } from './many.js';
 import { langgraphHeadline } from './report-langgraph.js';
 import type { LangGraphResult } from './langgraph.js';
+import type { ResumeResult } from './fresh.js';
 import { changeVerdicts, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -58,6 +59,8 @@ export interface Results {
   many?: ManyResult[];
   encryption?: EncryptionResult[];
   langgraph?: LangGraphResult;
+  /** Absent in results written before this section existed. */
+  resume?: ResumeResult[];
 }
 
 export const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');
