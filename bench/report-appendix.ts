@@ -10,6 +10,7 @@ import { historySection } from './report-history.js';
 import { restoreSection } from './report-restore.js';
 import { manySection } from './report-many.js';
 import { resumeSection } from './report-resume.js';
+import { storesSection } from './report-stores.js';
 import { encryptionSection } from './report-encryption.js';
 import { langgraphSection } from './report-langgraph.js';
 import { amplificationSection, memorySection } from './report-change.js';
@@ -226,6 +227,7 @@ export function renderAppendix(res: Results): string {
   for (const line of resumeSection(res.resume ?? [])) p(line);
   for (const line of historySection(res.history ?? [])) p(line);
   for (const line of manySection(res.many ?? [])) p(line);
+  for (const line of storesSection(res.storesAlone)) p(line);
   for (const line of encryptionSection(res.encryption ?? [])) p(line);
   for (const line of langgraphSection(res.langgraph)) p(line);
 

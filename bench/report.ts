@@ -13,6 +13,7 @@ import type { ManyResult } from './many.js';
 import { langgraphHeadline } from './report-langgraph.js';
 import type { LangGraphResult } from './langgraph.js';
 import type { ResumeResult } from './fresh.js';
+import type { StoresAloneResult } from './sqlite-store.js';
 import { changeVerdicts, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -61,6 +62,8 @@ export interface Results {
   langgraph?: LangGraphResult;
   /** Absent in results written before this section existed. */
   resume?: ResumeResult[];
+  /** Absent in results written before this section existed. */
+  storesAlone?: StoresAloneResult;
 }
 
 export const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');

@@ -2,9 +2,10 @@
  * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS] [--from-results FILE]
  *   [--only SECTION,...] [--langgraph-sizes KB,...] [--rounds N] [--many-stores STORE,...]`
  *
- * --only runs the named sections alone (SECTIONS below), --langgraph-sizes and --rounds replace the
- * LangGraph sizes and rounds of the plan, --many-stores keeps the many-streams runs on those stores:
- * for measuring one thing without the whole run (its pages then render only what ran).
+ * --only runs the named sections alone (SECTIONS below), --langgraph-sizes replaces the plan's LangGraph
+ * sizes (KB), --rounds the rounds of the LangGraph, resume and stores sections, --many-stores keeps the
+ * many-streams runs on those stores: for measuring one thing without the whole run (its pages then
+ * render only what ran).
  *
  * Runs every scenario, then writes DIR/BENCHMARKS.md, DIR/docs/benchmarks-appendix.md,
  * DIR/bench/charts/*.svg and DIR/bench/results.json (`--from-results FILE`: only re-renders them
@@ -32,6 +33,7 @@ import {
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
 import { resumeScenario } from './fresh.js';
+import { storesAloneScenario } from './sqlite-store.js';
 import { historyScenario } from './history.js';
 import { manyStreamsInChild } from './many.js';
 import { encryptionScenario } from './encryption.js';
@@ -55,6 +57,7 @@ const SECTIONS = [
   'resume',
   'history',
   'many',
+  'stores',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 
@@ -112,6 +115,8 @@ interface Plan {
   langgraph: { sizes: number[]; toolCalls: number; rounds: (size: number) => number };
   /** Resume from a fresh process: the engine's open + state of a stream of `checkpoints`, `rounds` times per store. */
   resume: { size: number; checkpoints: number; rounds: number };
+  /** Each store alone and the disk's limits (sqlite-store.ts): rounds, and how long each part runs. */
+  stores: { rounds: number; sequential: number; concurrentMs: number; diskMs: number };
 }
 
 const K = 1000;
@@ -161,6 +166,7 @@ const PLANS: Record<Mode, Plan> = {
       rounds: (size) => (size <= 50 * K ? 5 : 1),
     },
     resume: { size: 100 * K, checkpoints: 200, rounds: 9 },
+    stores: { rounds: 5, sequential: 300, concurrentMs: 3000, diskMs: 1000 },
   },
   quick: {
     sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
@@ -196,6 +202,7 @@ const PLANS: Record<Mode, Plan> = {
     },
     langgraph: { sizes: [10 * K, 50 * K, 500 * K], toolCalls: 55, rounds: () => 1 },
     resume: { size: 100 * K, checkpoints: 200, rounds: 3 },
+    stores: { rounds: 2, sequential: 100, concurrentMs: 1000, diskMs: 300 },
   },
   smoke: {
     sizes: { coding: [5 * K, 20 * K], embeddings: [20 * K] },
@@ -230,6 +237,7 @@ const PLANS: Record<Mode, Plan> = {
     },
     langgraph: { sizes: [20 * K], toolCalls: 51, rounds: () => 1 },
     resume: { size: 5 * K, checkpoints: 20, rounds: 1 },
+    stores: { rounds: 1, sequential: 10, concurrentMs: 100, diskMs: 30 },
   },
 };
 
@@ -353,6 +361,7 @@ async function main(): Promise<void> {
     resume: 1,
     history: 1,
     many: plan.many.runs.length,
+    stores: 1,
   };
   const total = SECTIONS.filter(want).reduce((n, section) => n + counted[section], 0);
   const progress = new Progress(total);
@@ -540,6 +549,11 @@ async function main(): Promise<void> {
         }),
       );
     }
+    if (want('stores')) {
+      const { rounds, ...lengths } = plan.stores;
+      progress.begin(`each store alone (memory, file, sqlite FULL and NORMAL) and the disk's limits, ${rounds} rounds`);
+      results.storesAlone = await storesAloneScenario(rounds, progress, lengths);
+    }
   } finally {
     for (const k of kinds) await k.cleanup();
     if (typeof s3 !== 'string') await s3.cleanup();
@@ -562,9 +576,14 @@ function narrowed(plan: Plan, values: { 'langgraph-sizes'?: string; rounds?: str
     const rounds = Number(values.rounds);
     lg.rounds = () => rounds;
   }
-  const resume = { ...plan.resume, rounds: values.rounds === undefined ? plan.resume.rounds : Number(values.rounds) };
-  const stores = values['many-stores']?.split(',');
-  const many = { ...plan.many, runs: plan.many.runs.filter((r) => stores === undefined || stores.includes(r.store)) };
+  const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
+  const resume = { ...plan.resume, rounds: rounds ?? plan.resume.rounds };
+  const stores = { ...plan.stores, rounds: rounds ?? plan.stores.rounds };
+  const manyStores = values['many-stores']?.split(',');
+  const many = {
+    ...plan.many,
+    runs: plan.many.runs.filter((r) => manyStores === undefined || manyStores.includes(r.store)),
+  };
   if (
     lg.sizes.some((size) => !(size > 0)) ||
     !(lg.rounds(lg.sizes[0] ?? 0) >= 1) ||
@@ -572,7 +591,7 @@ function narrowed(plan: Plan, values: { 'langgraph-sizes'?: string; rounds?: str
     resume.rounds < 1
   )
     throw new Error('bench: --langgraph-sizes takes sizes in KB, --rounds a whole number of 1 or more');
-  return { ...plan, langgraph: lg, resume, many };
+  return { ...plan, langgraph: lg, resume, many, stores };
 }
 
 /** Writes the charts, bench/results.json, BENCHMARKS.md and its appendix of a run into `outDir`. */
