@@ -328,12 +328,16 @@ export async function langgraphRun(
   }
 }
 
-/** Every saver at every size, `rounds(size)` times, savers in an order rotated per size and round. */
+/**
+ * Every saver at every size, `rounds(size)` times: in each round every size, savers in an order
+ * rotated each time; after one unrecorded run of each saver when `warmup`.
+ */
 export async function langgraphScenario(
   sizes: number[],
   toolCalls: number,
   progress: Progress,
   rounds: (size: number) => number = () => 1,
+  warmup = false,
 ): Promise<LangGraphResult> {
   const pgUrl = process.env.STATEFOLD_PG_URL;
   const savers: SaverId[] = [
@@ -346,10 +350,20 @@ export async function langgraphScenario(
   ];
   if (pgUrl) savers.push('postgres');
   const runs: LangGraphRun[] = [];
-  let turn = 0;
-  for (const size of sizes) {
-    for (let round = 0; round < rounds(size); round++, turn++) {
+  if (warmup && sizes.length > 0) {
+    // Unrecorded: without it the first size's first rounds pay for loading and JIT-compiling the graph and every saver.
+    for (const id of savers) {
+      progress.note(`langgraph: ${id}, ${Math.round(sizes[0]! / 1000)} KB, warm-up (not recorded)`);
+      await langgraphRun(id, sizes[0]!, toolCalls, pgUrl);
+    }
+  }
+  // Sizes interleaved within each round, so that the load on a shared machine drifts over every size alike.
+  const most = Math.max(...sizes.map(rounds));
+  for (let round = 0, turn = 0; round < most; round++) {
+    for (const size of sizes) {
+      if (round >= rounds(size)) continue;
       const order = [...savers.slice(turn % savers.length), ...savers.slice(0, turn % savers.length)];
+      turn++;
       for (const id of order) {
         progress.note(
           `langgraph: ${id}, ${Math.round(size / 1000)} KB, ${toolCalls} tool calls, round ${round + 1}/${rounds(size)}`,

@@ -449,7 +449,7 @@ async function main(): Promise<void> {
       progress.begin(
         `LangGraph savers: ${lg.sizes.map((s) => `${s / K} KB (${lg.rounds(s)} rounds)`).join(', ')}, ${lg.toolCalls} tool calls each${process.env.STATEFOLD_PG_URL ? '' : ' (PostgresSaver skipped: STATEFOLD_PG_URL is not set)'}`,
       );
-      results.langgraph = await langgraphScenario(lg.sizes, lg.toolCalls, progress, lg.rounds);
+      results.langgraph = await langgraphScenario(lg.sizes, lg.toolCalls, progress, lg.rounds, mode !== 'smoke');
     }
 
     const workPerMs = calibrateWork();
