@@ -67,6 +67,7 @@ class RequestCounter implements Store {
     this.requests.deletes++;
     return this.inner.delete(key, options);
   }
+  // Not a request the history reads make; passed through so the wrapper is a whole Store.
   removeLeftovers(prefix: string, options?: StoreOptions): Promise<void> {
     return this.inner.removeLeftovers(prefix, options);
   }

@@ -4,7 +4,8 @@
  * sliding context window of WINDOW messages, so that the state stays near its nominal size. Each
  * saver runs the same graph on its own thread with `durability: 'sync'` (each step waits for its
  * checkpoint), then a new saver instance on the same storage reads the latest checkpoint and the
- * one 100 steps back.
+ * one 100 steps back, and a new saver in a fresh process reads the latest (fresh.ts). Rounds
+ * repeat every saver, in a rotated order each round.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import * as os from 'node:os';
@@ -20,6 +21,8 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { z } from 'zod';
 import { FileStore, listCheckpoints, listStreams, MemoryStore, type Store } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
+import { SqliteStore } from 'statefold/sqlite';
+import { inFreshProcess, type FreshWhere } from './fresh.js';
 import { summarize, type Progress, type Summary } from './stats.js';
 
 /** Messages kept in the context window (the question, then tool calls and results). */
@@ -27,11 +30,14 @@ const WINDOW = 40;
 /** Reads timed per figure. */
 const READS = 15;
 
-export type SaverId = 'statefold-file' | 'statefold-memory' | 'memory' | 'sqlite' | 'sqlite-full' | 'postgres';
+export type SaverId =
+  'statefold-sqlite' | 'statefold-file' | 'statefold-memory' | 'memory' | 'sqlite' | 'sqlite-full' | 'postgres';
 
 export interface LangGraphRun {
   saver: SaverId;
   size: number;
+  /** Which round of the scenario (0 when it ran one; absent in results from before rounds). */
+  round?: number;
   toolCalls: number;
   checkpoints: number;
   /** Bytes the saver's storage holds after the run (see the report for how each is counted). */
@@ -43,6 +49,11 @@ export interface LangGraphRun {
   latest: Summary;
   back100: Summary;
   runMs: number;
+  /**
+   * A new saver in a fresh process: from constructing it (and its store) until getTuple of the
+   * latest checkpoint resolved, ms. Absent where the storage lives in this process only.
+   */
+  freshLatest?: number;
 }
 
 export interface LangGraphResult {
@@ -125,6 +136,8 @@ interface Backend {
   bytes(): Promise<number>;
   close(saver: BaseCheckpointSaver): Promise<void>;
   cleanup(): Promise<void>;
+  /** Where a fresh process finds the storage; undefined when it lives in this process only. */
+  fresh?: FreshWhere;
 }
 
 async function storeBytes(store: Store): Promise<number> {
@@ -147,6 +160,22 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
         bytes: () => storeBytes(store),
         close: (s) => (s as StatefoldSaver).close(),
         cleanup,
+        ...(id === 'statefold-file' && { fresh: { store: 'file', path: dir } }),
+      };
+    }
+    case 'statefold-sqlite': {
+      // synchronous=FULL, the store's default: durable as SqliteSaver with synchronous=FULL is.
+      const file = path.join(dir, 'statefold.db');
+      const store = new SqliteStore({ path: file });
+      return {
+        open: async () => new StatefoldSaver({ store }),
+        bytes: () => storeBytes(store),
+        close: (s) => (s as StatefoldSaver).close(),
+        cleanup: async () => {
+          await store.close();
+          await cleanup();
+        },
+        fresh: { store: 'sqlite', path: file },
       };
     }
     case 'memory': {
@@ -174,6 +203,7 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
           ['', '-wal'].reduce((sum, ext) => sum + (statSync(file + ext, { throwIfNoEntry: false })?.size ?? 0), 0),
         close: async (s) => (s as SqliteSaver).db.close(),
         cleanup,
+        fresh: { store: 'sqlite-saver', path: file },
       };
     }
     case 'postgres': {
@@ -196,6 +226,7 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
           await first.end();
           await cleanup();
         },
+        fresh: { store: 'postgres-saver', path: pgUrl!, schema },
       };
     }
   }
@@ -233,6 +264,7 @@ export async function langgraphRun(
   size: number,
   toolCalls: number,
   pgUrl: string | undefined,
+  round = 0,
 ): Promise<LangGraphRun> {
   const texts = corpus();
   const b = await backend(id, pgUrl);
@@ -266,9 +298,20 @@ export async function langgraphRun(
     const back100 = await timedReads(() => reader.getTuple(back));
     const bytes = await b.bytes();
     if (id !== 'memory') await b.close(reader);
+    const freshLatest =
+      b.fresh &&
+      (
+        await inFreshProcess({
+          kind: 'langgraph',
+          where: b.fresh,
+          thread: `bench-${id}`,
+          checkpointId: ids[ids.length - 1]!,
+        })
+      ).ms;
     return {
       saver: id,
       size,
+      round,
       toolCalls,
       checkpoints: ids.length,
       bytes,
@@ -278,27 +321,55 @@ export async function langgraphRun(
       latest,
       back100,
       runMs,
+      ...(freshLatest !== undefined && { freshLatest }),
     };
   } finally {
     await b.cleanup();
   }
 }
 
-/** Every saver at every size, savers in rotating order per size. */
+/**
+ * Every saver at every size, `rounds(size)` times: in each round every size, savers in an order
+ * rotated each time; after one unrecorded run of each saver when `warmup`.
+ */
 export async function langgraphScenario(
   sizes: number[],
   toolCalls: number,
   progress: Progress,
+  rounds: (size: number) => number = () => 1,
+  warmup = false,
 ): Promise<LangGraphResult> {
   const pgUrl = process.env.STATEFOLD_PG_URL;
-  const savers: SaverId[] = ['statefold-file', 'statefold-memory', 'memory', 'sqlite', 'sqlite-full'];
+  const savers: SaverId[] = [
+    'statefold-sqlite',
+    'statefold-file',
+    'statefold-memory',
+    'memory',
+    'sqlite',
+    'sqlite-full',
+  ];
   if (pgUrl) savers.push('postgres');
   const runs: LangGraphRun[] = [];
-  for (const [i, size] of sizes.entries()) {
-    const order = [...savers.slice(i % savers.length), ...savers.slice(0, i % savers.length)];
-    for (const id of order) {
-      progress.note(`langgraph: ${id}, ${Math.round(size / 1000)} KB, ${toolCalls} tool calls`);
-      runs.push(await langgraphRun(id, size, toolCalls, pgUrl));
+  if (warmup && sizes.length > 0) {
+    // Unrecorded: without it the first size's first rounds pay for loading and JIT-compiling the graph and every saver.
+    for (const id of savers) {
+      progress.note(`langgraph: ${id}, ${Math.round(sizes[0]! / 1000)} KB, warm-up (not recorded)`);
+      await langgraphRun(id, sizes[0]!, toolCalls, pgUrl);
+    }
+  }
+  // Sizes interleaved within each round, so that the load on a shared machine drifts over every size alike.
+  const most = Math.max(...sizes.map(rounds));
+  for (let round = 0, turn = 0; round < most; round++) {
+    for (const size of sizes) {
+      if (round >= rounds(size)) continue;
+      const order = [...savers.slice(turn % savers.length), ...savers.slice(0, turn % savers.length)];
+      turn++;
+      for (const id of order) {
+        progress.note(
+          `langgraph: ${id}, ${Math.round(size / 1000)} KB, ${toolCalls} tool calls, round ${round + 1}/${rounds(size)}`,
+        );
+        runs.push(await langgraphRun(id, size, toolCalls, pgUrl, round));
+      }
     }
   }
   return pgUrl

@@ -5,10 +5,15 @@
  */
 import { manyStreamsScenario, type ManyArgs } from './many.js';
 import { Progress } from './stats.js';
-import { fileStores, memoryStores } from './stores.js';
+import { fileStores, memoryStores, sqliteStores } from './stores.js';
 
 const args = JSON.parse(process.argv[2] ?? '') as ManyArgs;
-const kind = args.store === 'memory' ? memoryStores() : fileStores(undefined, args.ioThreads);
+const kind =
+  args.store === 'memory'
+    ? memoryStores()
+    : args.store === 'sqlite'
+      ? sqliteStores()
+      : fileStores(undefined, args.ioThreads);
 try {
   const result = await manyStreamsScenario(
     kind,

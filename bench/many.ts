@@ -282,7 +282,7 @@ async function inBatches(n: number, width: number, f: (i: number) => Promise<voi
 
 /** What a child run of the scenario is given. */
 export interface ManyArgs {
-  store: 'memory' | 'file';
+  store: 'memory' | 'file' | 'sqlite';
   mode: 'copy' | 'immutable';
   workload: WorkloadName;
   streams: number;

@@ -9,6 +9,8 @@ import type { StallResult } from './scenarios.js';
 import { historySection } from './report-history.js';
 import { restoreSection } from './report-restore.js';
 import { manySection } from './report-many.js';
+import { resumeSection } from './report-resume.js';
+import { storesSection } from './report-stores.js';
 import { encryptionSection } from './report-encryption.js';
 import { langgraphSection } from './report-langgraph.js';
 import { amplificationSection, memorySection } from './report-change.js';
@@ -222,8 +224,10 @@ export function renderAppendix(res: Results): string {
 
   // ---- 5 restore
   for (const line of restoreSection(res.restore, chart(run.charts.restore))) p(line);
+  for (const line of resumeSection(res.resume ?? [])) p(line);
   for (const line of historySection(res.history ?? [])) p(line);
   for (const line of manySection(res.many ?? [])) p(line);
+  for (const line of storesSection(res.storesAlone)) p(line);
   for (const line of encryptionSection(res.encryption ?? [])) p(line);
   for (const line of langgraphSection(res.langgraph)) p(line);
 

@@ -1,8 +1,9 @@
 /** The report's section on LangGraph savers side by side (bench/langgraph.ts). */
 import type { LangGraphResult, LangGraphRun, SaverId } from './langgraph.js';
-import { bytes, ms, table } from './stats.js';
+import { bytes, ms, summarize, table, type Summary } from './stats.js';
 
 const NAMES: Record<SaverId, string> = {
+  'statefold-sqlite': 'StatefoldSaver, SqliteStore (synchronous=FULL)',
   'statefold-file': 'StatefoldSaver, FileStore',
   'statefold-memory': 'StatefoldSaver, MemoryStore',
   memory: 'MemorySaver',
@@ -13,6 +14,7 @@ const NAMES: Record<SaverId, string> = {
 
 /** Whether a committed put survives a power loss, per saver. */
 const DURABLE: Record<SaverId, string> = {
+  'statefold-sqlite': 'yes (WAL fsync per transaction, group commit)',
   'statefold-file': 'yes (fsync of file and directory)',
   'statefold-memory': 'no (process memory)',
   memory: 'no (process memory)',
@@ -21,14 +23,80 @@ const DURABLE: Record<SaverId, string> = {
   postgres: 'yes (fsync, synchronous_commit on)',
 };
 
-const spread = (s: { p50: number; q1: number; q3: number }): string => `${ms(s.p50)} (${ms(s.q1)}–${ms(s.q3)})`;
+/**
+ * One saver at one size over its rounds: each figure the median of the rounds' (p50s), with the
+ * rounds' min and max; the first round's summaries kept for a one-round run's interquartile range.
+ */
+interface Rounds {
+  saver: SaverId;
+  size: number;
+  rounds: number;
+  first: LangGraphRun;
+  /** Every round's run, in round order. */
+  runs: LangGraphRun[];
+  checkpoints: number;
+  bytes: number;
+  stateBytes: number;
+  put: Summary;
+  putP99: Summary;
+  putWrites: Summary;
+  latest: Summary;
+  back100: Summary;
+  runMs: Summary;
+  fresh?: Summary;
+}
+
+function combine(runs: LangGraphRun[]): Rounds {
+  const first = runs[0]!;
+  const over = (f: (r: LangGraphRun) => number): Summary => summarize(runs.map(f));
+  const fresh = runs.flatMap((r) => (r.freshLatest === undefined ? [] : [r.freshLatest]));
+  return {
+    saver: first.saver,
+    size: first.size,
+    rounds: runs.length,
+    first,
+    runs,
+    checkpoints: first.checkpoints,
+    bytes: first.bytes,
+    stateBytes: first.stateBytes,
+    put: over((r) => r.put.p50),
+    putP99: over((r) => r.put.p99),
+    putWrites: over((r) => r.putWrites.p50),
+    latest: over((r) => r.latest.p50),
+    back100: over((r) => r.back100.p50),
+    runMs: over((r) => r.runMs),
+    ...(fresh.length > 0 && { fresh: summarize(fresh) }),
+  };
+}
+
+/** Every saver at every size, combined over rounds, in table order. */
+function combined(result: LangGraphResult): Rounds[] {
+  const out: Rounds[] = [];
+  for (const size of [...new Set(result.runs.map((r) => r.size))])
+    for (const saver of Object.keys(NAMES) as SaverId[]) {
+      const runs = result.runs.filter((r) => r.size === size && r.saver === saver);
+      if (runs.length > 0) out.push(combine(runs));
+    }
+  return out;
+}
+
+/** Median of the rounds with their range, or (one round) the p50 with the interquartile range of its samples. */
+function cell(r: Rounds, over: Summary, within?: Summary): string {
+  if (r.rounds > 1) return `${ms(over.p50)} (${ms(over.min)}–${ms(over.max)})`;
+  return within ? `${ms(within.p50)} (${ms(within.q1)}–${ms(within.q3)})` : ms(over.p50);
+}
+
+const vsFile = (r: Rounds, sf: Rounds | undefined): string =>
+  sf ? `${(r.bytes / sf.bytes).toFixed(r.bytes / sf.bytes >= 10 ? 0 : 2)}×` : '–';
 
 export function langgraphSection(result: LangGraphResult | undefined): string[] {
   if (result === undefined || result.runs.length === 0) return [];
   const out: string[] = ['## LangGraph savers side by side', ''];
   const first = result.runs[0]!;
+  const all = combined(result);
+  const rounds = [...new Set(all.map((r) => r.rounds))];
   out.push(
-    `One real LangGraph JS graph (\`StateGraph(MessagesAnnotation)\`, a fake model node and a \`ToolNode\`), run once per saver on its own storage: the model asks for ${first.toolCalls} files one after the other, the tool returns real text from the files under node_modules, and the model keeps a context window of 40 messages (it removes the oldest call and result with \`RemoveMessage\`), so the state stays near its nominal size after the first 20 reads. \`durability: 'sync'\`: each step waits for its checkpoint. Put: from the saver's \`put\` call until its promise resolves; putWrites likewise. Reads: a new saver instance on the same storage (a new process or replica would see this; MemorySaver: the same instance), ${'getTuple'} of the latest checkpoint and of the one 100 puts back, 15 times each, median (interquartile range). Bytes: what the storage holds after the run — statefold: the sum of its stored objects; MemorySaver: every serialized checkpoint, metadata and write it keeps; SQLite: the database file and its WAL; PostgreSQL: \`pg_total_relation_size\` of its tables (TOAST compresses large values with pglz). Savers run in a different order at each size.`,
+    `One real LangGraph JS graph (\`StateGraph(MessagesAnnotation)\`, a fake model node and a \`ToolNode\`), run once per saver on its own storage: the model asks for ${first.toolCalls} files one after the other, the tool returns real text from the files under node_modules, and the model keeps a context window of 40 messages (it removes the oldest call and result with \`RemoveMessage\`), so the state stays near its nominal size after the first 20 reads. \`durability: 'sync'\`: each step waits for its checkpoint. Put: from the saver's \`put\` call until its promise resolves; putWrites likewise. Reads: a new saver instance on the same storage (a new process or replica would see this; MemorySaver: the same instance), ${'getTuple'} of the latest checkpoint and of the one 100 puts back, 15 times each. Fresh process: a new Node process constructs a new saver on the same storage and reads the latest checkpoint once, timed from constructing the saver (and its store) until getTuple resolved, modules already loaded (what a restarted agent's first read costs; not for the savers whose storage lives in this process). Run: the whole \`invoke\` of the graph. Bytes: what the storage holds after the run — statefold: the sum of its stored objects; MemorySaver: every serialized checkpoint, metadata and write it keeps; SQLite: the database file and its WAL; PostgreSQL: \`pg_total_relation_size\` of its tables (TOAST compresses large values with pglz). ${rounds.some((n) => n > 1) ? `Rounds: every saver once per round (${rounds.join(' or ')} rounds at a size), in an order rotated per round; each figure is the median of the rounds' medians, with the rounds' range (min–max); a size with one round shows the median with its interquartile range.` : 'One round per size, savers in a different order at each size; reads are the median with their interquartile range.'}`,
   );
   out.push('');
   out.push(
@@ -38,11 +106,13 @@ export function langgraphSection(result: LangGraphResult | undefined): string[] 
       .join('; ')}.`,
   );
   if (result.postgresSkipped) out.push('', `PostgresSaver did not run: ${result.postgresSkipped}.`);
-  for (const size of [...new Set(result.runs.map((r) => r.size))]) {
-    const runs = result.runs.filter((r) => r.size === size).sort((a, b) => order(a) - order(b));
+  for (const size of [...new Set(all.map((r) => r.size))]) {
+    const runs = all.filter((r) => r.size === size);
     const sf = runs.find((r) => r.saver === 'statefold-file');
     out.push('');
-    out.push(`### ${bytes(size)} state (${bytes(runs[0]!.stateBytes)} of channel values as JSON at the end)`);
+    out.push(
+      `### ${bytes(size)} state (${bytes(runs[0]!.stateBytes)} of channel values as JSON at the end; ${runs[0]!.rounds} round${runs[0]!.rounds > 1 ? 's' : ''})`,
+    );
     out.push('');
     out.push(
       table(
@@ -51,28 +121,34 @@ export function langgraphSection(result: LangGraphResult | undefined): string[] 
           'checkpoints',
           'bytes stored',
           'vs statefold file',
-          'put p50 / p99 ms',
+          'put p50 ms',
+          'put p99 ms',
           'putWrites p50 ms',
           'getTuple latest ms',
           'getTuple 100 back ms',
+          'fresh process, latest ms',
           'run s',
         ],
-        runs.map((r: LangGraphRun) => [
+        runs.map((r) => [
           NAMES[r.saver],
           String(r.checkpoints),
           bytes(r.bytes),
-          sf ? `${(r.bytes / sf.bytes).toFixed(r.bytes / sf.bytes >= 10 ? 0 : 2)}×` : '–',
-          `${ms(r.put.p50)} / ${ms(r.put.p99)}`,
-          ms(r.putWrites.p50),
-          spread(r.latest),
-          spread(r.back100),
-          (r.runMs / 1000).toFixed(2),
+          vsFile(r, sf),
+          cell(r, r.put),
+          cell(r, r.putP99),
+          cell(r, r.putWrites),
+          cell(r, r.latest, r.first.latest),
+          cell(r, r.back100, r.first.back100),
+          r.fresh ? cell(r, r.fresh) : '–',
+          r.rounds > 1
+            ? `${(r.runMs.p50 / 1000).toFixed(2)} (${(r.runMs.min / 1000).toFixed(2)}–${(r.runMs.max / 1000).toFixed(2)})`
+            : (r.runMs.p50 / 1000).toFixed(2),
         ]),
       ),
     );
   }
   out.push('');
-  out.push(...verdicts(result.runs));
+  out.push(...verdicts(all));
   return out;
 }
 
@@ -82,15 +158,16 @@ export function langgraphSection(result: LangGraphResult | undefined): string[] 
  */
 export function langgraphHeadline(result: LangGraphResult | undefined, size: number, appendix: string): string[] {
   if (result === undefined || result.runs.length === 0) return [];
-  const sizes = [...new Set(result.runs.map((r) => r.size))];
+  const all = combined(result);
+  const sizes = [...new Set(all.map((r) => r.size))];
   const at = sizes.reduce((a, b) => (Math.abs(b - size) < Math.abs(a - size) ? b : a));
-  const runs = result.runs.filter((r) => r.size === at).sort((a, b) => order(a) - order(b));
+  const runs = all.filter((r) => r.size === at);
   const sf = runs.find((r) => r.saver === 'statefold-file');
   const others = sizes.filter((s) => s !== at).map((s) => bytes(s));
   return [
     `## statefold against LangGraph's savers (${bytes(at)} state)`,
     '',
-    `One real LangGraph graph run once per saver, each step waiting for its checkpoint (how: [appendix](${appendix}#langgraph-savers-side-by-side)${others.length > 0 ? `, which also has ${others.join(' and ')} states` : ''}). Milliseconds; reads from a new saver on the same storage, p50 of 15.${result.postgresSkipped ? ` PostgresSaver did not run: ${result.postgresSkipped}.` : ''}`,
+    `One real LangGraph graph run per saver, each step waiting for its checkpoint (how: [appendix](${appendix}#langgraph-savers-side-by-side)${others.length > 0 ? `, which also has ${others.join(', ')} states` : ''}). Milliseconds, medians${runs[0]!.rounds > 1 ? ` of ${runs[0]!.rounds} rounds` : ''}; reads from a new saver on the same storage, and from a new saver in a fresh process.${result.postgresSkipped ? ` PostgresSaver did not run: ${result.postgresSkipped}.` : ''}`,
     '',
     table(
       [
@@ -98,74 +175,126 @@ export function langgraphHeadline(result: LangGraphResult | undefined, size: num
         'durable',
         'bytes stored',
         'vs statefold file',
-        'put p50 / p99',
+        'put p50',
         'getTuple latest',
         'getTuple 100 back',
+        'fresh process, latest',
+        'run s',
       ],
       runs.map((r) => [
         NAMES[r.saver],
         DURABLE[r.saver],
         bytes(r.bytes),
-        sf ? `${(r.bytes / sf.bytes).toFixed(r.bytes / sf.bytes >= 10 ? 0 : 2)}×` : '–',
-        `${ms(r.put.p50)} / ${ms(r.put.p99)}`,
+        vsFile(r, sf),
+        ms(r.put.p50),
         ms(r.latest.p50),
         ms(r.back100.p50),
+        r.fresh ? ms(r.fresh.p50) : '–',
+        (r.runMs.p50 / 1000).toFixed(2),
       ]),
     ),
     '',
   ];
 }
 
-/** Ratios of StatefoldSaver on the file store against the durable savers, and where it is slower, why. */
-function verdicts(runs: LangGraphRun[]): string[] {
+/** A ratio of medians, and whether it is at most 1.0. */
+function ratio(a: number, b: number): { text: string; met: boolean } {
+  const x = a / b;
+  return { text: `${x.toFixed(2)}×`, met: x <= 1 };
+}
+
+/**
+ * The ratio within each round (the two savers ran minutes apart at most, under the same load),
+ * as median (min–max) over the rounds both ran; '–' with fewer than two.
+ */
+function paired(a: Rounds, b: Rounds, f: (r: LangGraphRun) => number | undefined): string {
+  const ratios = a.runs.flatMap((x) => {
+    const y = b.runs.find((r) => r.round === x.round);
+    const fx = f(x);
+    const fy = y && f(y);
+    return fx === undefined || fy === undefined ? [] : [fx / fy];
+  });
+  if (ratios.length < 2) return '–';
+  const s = summarize(ratios);
+  return `${s.p50.toFixed(2)}× (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
+}
+
+/** StatefoldSaver on SqliteStore (and FileStore) against SqliteSaver FULL: issue 30's targets, then the other ratios. */
+function verdicts(all: Rounds[]): string[] {
   const out: string[] = ['### What it comes to', ''];
-  const slower: string[] = [];
+  const targets: string[][] = [];
   const rows: string[][] = [];
-  for (const size of [...new Set(runs.map((r) => r.size))]) {
-    const at = (id: SaverId) => runs.find((r) => r.size === size && r.saver === id);
-    const sf = at('statefold-file');
-    if (sf === undefined) continue;
-    const others = runs.filter((r) => r.size === size && !r.saver.startsWith('statefold'));
-    const stored = others.map((r) => r.bytes / sf.bytes);
-    const cells = [`${bytes(size)}`, `${Math.min(...stored).toFixed(1)}–${Math.max(...stored).toFixed(0)}×`];
-    for (const id of ['sqlite-full', 'postgres'] as const) {
-      const o = at(id);
-      const put = o ? sf.put.p50 / o.put.p50 : NaN;
-      const latest = o ? sf.latest.p50 / o.latest.p50 : NaN;
-      const back = o ? sf.back100.p50 / o.back100.p50 : NaN;
-      cells.push(o ? `${put.toFixed(2)}× / ${latest.toFixed(2)}× / ${back.toFixed(2)}×` : '–');
-      const name = NAMES[id];
-      if (put > 1.1) slower.push(`put at ${bytes(size)}: ${put.toFixed(1)}× ${name}'s`);
-      if (latest > 1.1) slower.push(`latest read at ${bytes(size)}: ${latest.toFixed(1)}× ${name}'s`);
-      if (back > 1.1) slower.push(`read 100 back at ${bytes(size)}: ${back.toFixed(1)}× ${name}'s`);
+  for (const size of [...new Set(all.map((r) => r.size))]) {
+    const at = (id: SaverId) => all.find((r) => r.size === size && r.saver === id);
+    const full = at('sqlite-full');
+    const sq = at('statefold-sqlite');
+    if (full && sq) {
+      const figures: [string, number, number, (r: LangGraphRun) => number | undefined][] = [
+        ['put p50', sq.put.p50, full.put.p50, (r) => r.put.p50],
+        ['getTuple latest (new saver)', sq.latest.p50, full.latest.p50, (r) => r.latest.p50],
+        ['getTuple 100 back (new saver)', sq.back100.p50, full.back100.p50, (r) => r.back100.p50],
+        ['whole run', sq.runMs.p50, full.runMs.p50, (r) => r.runMs],
+      ];
+      if (sq.fresh && full.fresh)
+        figures.push(['latest from a fresh process', sq.fresh.p50, full.fresh.p50, (r) => r.freshLatest]);
+      for (const [what, a, b, f] of figures) {
+        const r = ratio(a, b);
+        targets.push([`${bytes(size)}: ${what}`, ms(a), ms(b), r.text, paired(sq, full, f), r.met ? 'yes' : '**no**']);
+      }
     }
+    const others = all.filter((r) => r.size === size && !r.saver.startsWith('statefold'));
+    const cells = [`${bytes(size)}`];
+    for (const id of ['statefold-sqlite', 'statefold-file'] as const) {
+      const s = at(id);
+      const stored = s ? others.map((r) => r.bytes / s.bytes) : [];
+      cells.push(stored.length ? `${Math.min(...stored).toFixed(1)}–${Math.max(...stored).toFixed(0)}×` : '–');
+    }
+    for (const id of ['statefold-sqlite', 'statefold-file'] as const)
+      for (const other of ['sqlite-full', 'postgres'] as const) {
+        const s = at(id);
+        const o = at(other);
+        cells.push(
+          s && o
+            ? [
+                s.put.p50 / o.put.p50,
+                s.latest.p50 / o.latest.p50,
+                s.back100.p50 / o.back100.p50,
+                s.runMs.p50 / o.runMs.p50,
+              ]
+                .map((x) => `${x.toFixed(2)}×`)
+                .join(' / ')
+            : '–',
+        );
+      }
     rows.push(cells);
+  }
+  if (targets.length > 0) {
+    out.push(
+      'Targets (issue 30): StatefoldSaver on SqliteStore at most as slow as SqliteSaver with synchronous=FULL, both durable, on each figure (medians; a ratio ≤ 1.00× meets it). The ratio within each round, median and range over the rounds, shows how much of a ratio is the load drifting.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['figure', 'StatefoldSaver, SqliteStore ms', 'SqliteSaver FULL ms', 'ratio', 'ratio within a round', 'met'],
+        targets,
+      ),
+    );
+    out.push('');
   }
   out.push(
     table(
       [
         'state',
+        'the others store, vs statefold (sqlite)',
         'the others store, vs statefold (file)',
-        'statefold (file) / SqliteSaver FULL: put / latest / 100 back (p50)',
-        'statefold (file) / PostgresSaver: put / latest / 100 back (p50)',
+        'statefold (sqlite) / SqliteSaver FULL: put / latest / 100 back / run',
+        'statefold (sqlite) / PostgresSaver',
+        'statefold (file) / SqliteSaver FULL',
+        'statefold (file) / PostgresSaver',
       ],
       rows,
     ),
   );
   out.push('');
-  if (slower.length > 0) {
-    out.push(
-      `Where StatefoldSaver on the file store is slower in this run: ${slower.join('; ')}. Why: each \`put\` and each \`putWrites\` is a durable commit of its own, and a FileStore commit writes a temp file, fsyncs it, links it into place and fsyncs the directory (two fsyncs; SQLite in WAL mode with synchronous=FULL appends to one file and fsyncs once), after capturing and encoding the change on the main thread; a read from a new saver lists the thread's newest chain (hint, listing, newest object: three store calls before the first read of data), an older checkpoint's seq is found first by a binary search over the metas (about log2 of the thread's seqs in reads), then the base and its deltas are read and folded, then hands each channel value to LangGraph's serde as JSON text (stringified from the stored plain value, parsed again). What closes it: group commit of fsyncs across the writes in flight in one FileStore (one directory fsync for many commits), batching a step's \`putWrites\` into its next \`put\` (LangGraph fires them back to back), and reviving the stored plain value without the text round trip. At larger states the fixed costs fade and the bytes written dominate, which is where deltas win.`,
-    );
-  } else {
-    out.push(
-      'StatefoldSaver on the file store was within 10% of the durable savers or faster on every figure in this run.',
-    );
-  }
-  out.push('');
   return out;
-}
-
-function order(r: LangGraphRun): number {
-  return Object.keys(NAMES).indexOf(r.saver);
 }

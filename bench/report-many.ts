@@ -19,7 +19,7 @@ export function manySection(results: ManyResult[]): string[] {
   out.push('## Many streams in one process');
   out.push('');
   out.push(
-    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${bytes(results[0]!.size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream after a full collection (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end of the window; re-opening all N streams afterwards, 64 at a time, through a new instance of the store as a restarted process would (a new FileStore on the same directory; the memory store's objects live only in its one instance). The file store fsyncs every object and its directory; its runs measure the store alone in the same process, before any engine opens and again after the re-open: frame-sized creates on 1,024 directories made beforehand (as the streams' are), 256 in flight (what fsync allows here, and the CPU each create costs). What fsync allows on this shared VM swings within minutes, so a run's commits are compared with the mean of the two. The agents' steps do only their state changes: the byte counts other sections keep are not computed here. Unless marked, FileStore runs use its default \`ioThreads\` (16).`,
+    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${bytes(results[0]!.size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream after a full collection (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end of the window; re-opening all N streams afterwards, 64 at a time, through a new instance of the store as a restarted process would (a new FileStore on the same directory; the memory store's objects live only in its one instance). The file store fsyncs every object and its directory; its runs measure the store alone in the same process, before any engine opens and again after the re-open: frame-sized creates on 1,024 directories made beforehand (as the streams' are), 256 in flight (what fsync allows here, and the CPU each create costs). What fsync allows on this shared VM swings within minutes, so a run's commits are compared with the mean of the two. The agents' steps do only their state changes: the byte counts other sections keep are not computed here. Unless marked, FileStore runs use its default \`ioThreads\` (16). The SQLite runs use one SqliteStore (statefold/sqlite, synchronous=FULL: the WAL fsynced at each transaction), whose writer thread puts every write that arrives together into one transaction; its store-alone runs are measured the same way as the file store's.`,
   );
   out.push('');
   const verdicts: string[][] = [];
@@ -38,6 +38,13 @@ export function manySection(results: ManyResult[]): string[] {
       `file store, ${int(r.streams)} streams (${int(r.targetRate)}/s asked): commits/s close to what fsync allows here (at least 2/3 of what the store alone creates per second, or all that is asked)`,
       `${int(r.committed / r.seconds)} commits/s${holds(r) ? ', all asked' : ''}; the store alone ${aloneText(r, ' µs of CPU per create')}, before → after the engines: ${pct(share)} of their mean`,
       share >= 2 / 3 || holds(r) ? 'yes' : '**no**',
+    ]);
+  }
+  for (const r of results.filter((x) => x.store === 'sqlite')) {
+    verdicts.push([
+      `${int(r.streams)} streams × ${bytes(r.size)} at a 2 s interval hold ${int(r.targetRate)} checkpoints/s on one SqliteStore, lateness flat over the window`,
+      `${int(r.committed / r.seconds)} commits/s, backlog ${int(r.backlog)} at the end; lateness p50 ${ms(r.latenessFirst)} ms in the first fifth, ${ms(r.latenessLast)} ms in the last`,
+      holds(r) ? 'yes' : '**no**',
     ]);
   }
   for (const r of results.filter((x) => x.streams === biggest && x.ioThreads === undefined)) {
@@ -98,6 +105,28 @@ export function manySection(results: ManyResult[]): string[] {
     'On the memory store the stored checkpoints are part of the heap, so its per-stream heap at the end includes every checkpoint written in the run. Where a run does not hold, the engines queue what they cannot commit and the process falls further behind the schedule as the window goes on.',
   );
   out.push('');
+  const alone = results.filter((r) => r.alone !== undefined);
+  if (alone.length > 0) {
+    out.push(
+      'Each store alone, in the same processes as the runs above (before → after the engines): frame-sized creates, 256 in flight, and the CPU of the whole process (threads included) per create.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['store', 'run it was measured in', 'creates/s', 'CPU µs per create'],
+        alone.map((r) => {
+          const runs = aloneRuns(r);
+          return [
+            r.ioThreads === undefined ? r.store : `${r.store}, ioThreads ${r.ioThreads}`,
+            `${int(r.streams)} streams`,
+            runs.map((a) => int(a.rate)).join(' → '),
+            runs.map((a) => int(a.cpuUsPerCreate)).join(' → '),
+          ];
+        }),
+      ),
+    );
+    out.push('');
+  }
   const threads = results.find((r) => r.store === 'file' && r.ioThreads === undefined && r.streams === biggest);
   const pool = results.find((r) => r.store === 'file' && r.ioThreads === 0 && r.streams === biggest);
   if (threads && pool) {

@@ -12,6 +12,8 @@ import type { EncryptionResult } from './encryption.js';
 import type { ManyResult } from './many.js';
 import { langgraphHeadline } from './report-langgraph.js';
 import type { LangGraphResult } from './langgraph.js';
+import type { ResumeResult } from './fresh.js';
+import type { StoresAloneResult } from './sqlite-store.js';
 import { changeVerdicts, type Verdict } from './report-change.js';
 import type { WorkloadName } from './workload.js';
 
@@ -58,6 +60,10 @@ export interface Results {
   many?: ManyResult[];
   encryption?: EncryptionResult[];
   langgraph?: LangGraphResult;
+  /** Absent in results written before this section existed. */
+  resume?: ResumeResult[];
+  /** Absent in results written before this section existed. */
+  storesAlone?: StoresAloneResult;
 }
 
 export const sizeLabel = (n: number): string => bytes(n).replace(' ', '\u00a0');

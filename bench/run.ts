@@ -1,5 +1,11 @@
 /**
- * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS] [--from-results FILE]`
+ * `npm run bench [-- --quick | --smoke] [--out DIR] [--change F] [--seed N] [--step-work-ms MS] [--from-results FILE]
+ *   [--only SECTION,...] [--langgraph-sizes KB,...] [--rounds N] [--many-stores STORE,...]`
+ *
+ * --only runs the named sections alone (SECTIONS below), --langgraph-sizes replaces the plan's LangGraph
+ * sizes (KB), --rounds the rounds of the LangGraph, resume and stores sections, --many-stores keeps the
+ * many-streams runs on those stores: for measuring one thing without the whole run (its pages then
+ * render only what ran).
  *
  * Runs every scenario, then writes DIR/BENCHMARKS.md, DIR/docs/benchmarks-appendix.md,
  * DIR/bench/charts/*.svg and DIR/bench/results.json (`--from-results FILE`: only re-renders them
@@ -26,6 +32,8 @@ import {
 } from './scenarios.js';
 import { Progress, median } from './stats.js';
 import { fileStores, memoryStores, s3Stores, type StoreKind } from './stores.js';
+import { resumeScenario } from './fresh.js';
+import { storesAloneScenario } from './sqlite-store.js';
 import { historyScenario } from './history.js';
 import { manyStreamsInChild } from './many.js';
 import { encryptionScenario } from './encryption.js';
@@ -36,6 +44,22 @@ import type { WorkloadName } from './workload.js';
 import { WORKLOADS } from './workloads.js';
 
 type Mode = 'full' | 'quick' | 'smoke';
+
+/** The sections of a run, in the order they run; `--only` picks some. */
+const SECTIONS = [
+  'micro',
+  'stall',
+  'memory',
+  'encryption',
+  'langgraph',
+  'throughput',
+  'restore',
+  'resume',
+  'history',
+  'many',
+  'stores',
+] as const;
+type Section = (typeof SECTIONS)[number];
 
 /** The `policy.spanEvery` the README suggests for S3 (span deltas are opt-in). */
 const S3_SPAN_EVERY = 8;
@@ -71,7 +95,7 @@ interface Plan {
   many: {
     /** Runs; `streams` and `ioThreads` (FileStore) override the plan's for one run. */
     runs: {
-      store: 'memory' | 'file';
+      store: 'memory' | 'file' | 'sqlite';
       mode: 'copy' | 'immutable';
       windowMs?: number;
       streams?: number;
@@ -84,8 +108,15 @@ interface Plan {
     /** File runs: how long the store alone is measured first (what fsync allows here). */
     aloneMs: number;
   };
-  /** LangGraph savers side by side: state sizes and tool calls per run (over 50, for a read 100 puts back). */
-  langgraph: { sizes: number[]; toolCalls: number };
+  /**
+   * LangGraph savers side by side: state sizes, tool calls per run (over 50, for a read 100 puts
+   * back), and rounds at each size (every saver once per round).
+   */
+  langgraph: { sizes: number[]; toolCalls: number; rounds: (size: number) => number };
+  /** Resume from a fresh process: the engine's open + state of a stream of `checkpoints`, `rounds` times per store. */
+  resume: { size: number; checkpoints: number; rounds: number };
+  /** Each store alone and the disk's limits (sqlite-store.ts): rounds, and how long each part runs. */
+  stores: { rounds: number; sequential: number; concurrentMs: number; diskMs: number };
 }
 
 const K = 1000;
@@ -119,6 +150,9 @@ const PLANS: Record<Mode, Plan> = {
         { store: 'file', mode: 'copy', windowMs: 8000, ioThreads: 0 },
         // A rate the file store can hold here (2,000/s).
         { store: 'file', mode: 'copy', windowMs: 8000, streams: 4_000 },
+        // One SqliteStore: its group commit at 5,000 and 10,000 checkpoints/s.
+        { store: 'sqlite', mode: 'copy' },
+        { store: 'sqlite', mode: 'copy', streams: 20_000 },
       ],
       streams: 10_000,
       size: 20 * K,
@@ -126,7 +160,13 @@ const PLANS: Record<Mode, Plan> = {
       windowMs: 20_000,
       aloneMs: 5000,
     },
-    langgraph: { sizes: [50 * K, 500 * K, 5000 * K], toolCalls: 55 },
+    langgraph: {
+      sizes: [10 * K, 50 * K, 500 * K, 5000 * K],
+      toolCalls: 55,
+      rounds: (size) => (size <= 50 * K ? 5 : 1),
+    },
+    resume: { size: 100 * K, checkpoints: 200, rounds: 9 },
+    stores: { rounds: 5, sequential: 300, concurrentMs: 3000, diskMs: 1000 },
   },
   quick: {
     sizes: { coding: [50 * K, 500 * K, 5000 * K], embeddings: [500 * K] },
@@ -152,6 +192,7 @@ const PLANS: Record<Mode, Plan> = {
       runs: [
         { store: 'memory', mode: 'copy' },
         { store: 'file', mode: 'copy' },
+        { store: 'sqlite', mode: 'copy' },
       ],
       streams: 2_000,
       size: 20 * K,
@@ -159,7 +200,9 @@ const PLANS: Record<Mode, Plan> = {
       windowMs: 4000,
       aloneMs: 2000,
     },
-    langgraph: { sizes: [50 * K, 500 * K], toolCalls: 55 },
+    langgraph: { sizes: [10 * K, 50 * K, 500 * K], toolCalls: 55, rounds: () => 1 },
+    resume: { size: 100 * K, checkpoints: 200, rounds: 3 },
+    stores: { rounds: 2, sequential: 100, concurrentMs: 1000, diskMs: 300 },
   },
   smoke: {
     sizes: { coding: [5 * K, 20 * K], embeddings: [20 * K] },
@@ -184,6 +227,7 @@ const PLANS: Record<Mode, Plan> = {
       runs: [
         { store: 'memory', mode: 'copy' },
         { store: 'file', mode: 'copy' },
+        { store: 'sqlite', mode: 'copy' },
       ],
       streams: 100,
       size: 5 * K,
@@ -191,7 +235,9 @@ const PLANS: Record<Mode, Plan> = {
       windowMs: 800,
       aloneMs: 200,
     },
-    langgraph: { sizes: [20 * K], toolCalls: 51 },
+    langgraph: { sizes: [20 * K], toolCalls: 51, rounds: () => 1 },
+    resume: { size: 5 * K, checkpoints: 20, rounds: 1 },
+    stores: { rounds: 1, sequential: 10, concurrentMs: 100, diskMs: 30 },
   },
 };
 
@@ -233,6 +279,10 @@ async function main(): Promise<void> {
       seed: { type: 'string', default: '1' },
       'step-work-ms': { type: 'string', default: '10' },
       'from-results': { type: 'string' },
+      only: { type: 'string' },
+      'langgraph-sizes': { type: 'string' },
+      rounds: { type: 'string' },
+      'many-stores': { type: 'string' },
     },
     allowPositionals: false,
   });
@@ -249,7 +299,12 @@ async function main(): Promise<void> {
   }
   const mode: Mode =
     values.smoke || process.env.STATEFOLD_BENCH_SMOKE === '1' ? 'smoke' : values.quick ? 'quick' : 'full';
-  const plan = PLANS[mode];
+  const plan = narrowed(PLANS[mode], values);
+  const only = values.only?.split(',').map((x) => x.trim());
+  for (const x of only ?? [])
+    if (!(SECTIONS as readonly string[]).includes(x))
+      throw new Error(`bench: --only takes sections among ${SECTIONS.join(', ')} (got ${x})`);
+  const want = (section: Section): boolean => only === undefined || only.includes(section);
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   // Only a full run writes into the repository by default; quick and smoke runs go to a temp folder unless --out says otherwise.
   const outDir = path.resolve(
@@ -295,17 +350,20 @@ async function main(): Promise<void> {
   const stallSets = WORKLOADS.flatMap((w) => plan.sizes[w].map((size) => ({ workload: w, size })));
   const stallRuns =
     stallSets.length * kinds.length * plan.strategies.length + (typeof s3 === 'string' ? 0 : plan.s3.strategies.length);
-  const total =
-    stallSets.length /* micro */ +
-    stallRuns +
-    throughputRuns.length +
-    plan.sizes[headline].length /* restore */ +
-    WORKLOADS.length /* memory */ +
-    1 /* history */ +
-    1 /* encryption */ +
-    plan.many.runs.length +
-    1 /* langgraph */ +
-    (typeof s3 === 'string' ? 0 : 2); /* s3 restore, without and with span deltas */
+  const counted: Record<Section, number> = {
+    micro: stallSets.length,
+    stall: stallRuns,
+    memory: WORKLOADS.length,
+    encryption: 1,
+    langgraph: 1,
+    throughput: throughputRuns.length,
+    restore: plan.sizes[headline].length + (typeof s3 === 'string' ? 0 : 2) /* s3, without and with span deltas */,
+    resume: 1,
+    history: 1,
+    many: plan.many.runs.length,
+    stores: 1,
+  };
+  const total = SECTIONS.filter(want).reduce((n, section) => n + counted[section], 0);
   const progress = new Progress(total);
   process.stderr.write(`statefold bench: ${mode} mode, ${total} scenarios; output to ${outDir}\n`);
   if (typeof s3 === 'string') process.stderr.write(`S3 skipped: ${s3}\n`);
@@ -341,16 +399,17 @@ async function main(): Promise<void> {
     history: [],
     many: [],
     encryption: [],
+    resume: [],
   };
   if (mode === 'smoke') results.run.headlineSize = 20 * K;
   const fileKind = kinds.find((k) => k.name === 'file')!;
 
   try {
-    for (const { workload, size } of stallSets) {
+    for (const { workload, size } of want('micro') ? stallSets : []) {
       progress.begin(`micro-benchmarks (tinybench), ${workload} ${size / K} KB`);
       results.micro.push(...(await microScenario(workload, size, change, seed, plan.micro)));
     }
-    for (const { workload, size } of stallSets) {
+    for (const { workload, size } of want('stall') ? stallSets : []) {
       for (const kind of kinds) {
         for (const strategy of plan.strategies) {
           const steps = plan.stallSteps(size, strategy);
@@ -361,7 +420,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    if (typeof s3 !== 'string') {
+    if (typeof s3 !== 'string' && want('stall')) {
       for (const strategy of plan.s3.strategies) {
         progress.begin(
           `stall + commit + bytes: ${headline} ${plan.s3.size / K} KB, s3 store, ${SHORT[strategy]}, ${plan.s3.steps} steps`,
@@ -371,13 +430,13 @@ async function main(): Promise<void> {
         );
       }
     }
-    for (const workload of WORKLOADS) {
+    for (const workload of want('memory') ? WORKLOADS : []) {
       progress.begin(`memory kept by an engine: ${workload} ${results.run.headlineSize / K} KB`);
       results.memory.push(
         ...(await memoryScenario(fileKind, workload, results.run.headlineSize, change, seed, plan.memorySteps)),
       );
     }
-    {
+    if (want('encryption')) {
       const e = plan.encryption;
       const H = results.run.headlineSize;
       progress.begin(
@@ -385,24 +444,24 @@ async function main(): Promise<void> {
       );
       results.encryption!.push(await encryptionScenario(fileKind, headline, H, change, seed, e, progress));
     }
-    {
+    if (want('langgraph')) {
       const lg = plan.langgraph;
       progress.begin(
-        `LangGraph savers: ${lg.sizes.map((s) => `${s / K} KB`).join(', ')}, ${lg.toolCalls} tool calls each${process.env.STATEFOLD_PG_URL ? '' : ' (PostgresSaver skipped: STATEFOLD_PG_URL is not set)'}`,
+        `LangGraph savers: ${lg.sizes.map((s) => `${s / K} KB (${lg.rounds(s)} rounds)`).join(', ')}, ${lg.toolCalls} tool calls each${process.env.STATEFOLD_PG_URL ? '' : ' (PostgresSaver skipped: STATEFOLD_PG_URL is not set)'}`,
       );
-      results.langgraph = await langgraphScenario(lg.sizes, lg.toolCalls, progress);
+      results.langgraph = await langgraphScenario(lg.sizes, lg.toolCalls, progress, lg.rounds, mode !== 'smoke');
     }
 
     const workPerMs = calibrateWork();
     results.run.workPerMs = workPerMs;
     const stepWork = Math.round(workPerMs * stepWorkMs);
-    if (mode !== 'smoke') {
+    if (mode !== 'smoke' && want('throughput')) {
       // Unrecorded warm-up, so the first recorded run does not pay for JIT compilation.
       progress.note('throughput warm-up (not recorded)');
       await throughputRun(fileKind, 'none', null, headline, tp.size, change, seed, 1500, stepWork, progress);
       await throughputRun(fileKind, 'sf-immutable', 'step', headline, tp.size, change, seed, 1500, stepWork, progress);
     }
-    for (const r of throughputRuns) {
+    for (const r of want('throughput') ? throughputRuns : []) {
       const d = tp.duration(r.interval);
       results.run.durations[r.interval === null ? 'reference' : intervalLabel(r.interval)] = d;
       progress.begin(
@@ -424,14 +483,14 @@ async function main(): Promise<void> {
       results.throughput.push(res);
     }
 
-    for (const size of plan.sizes[headline]) {
+    for (const size of want('restore') ? plan.sizes[headline] : []) {
       const chains = plan.restore.chains(size);
       progress.begin(`restore: ${headline} ${size / K} KB, chains ${chains.join(', ')}, memory + file stores`);
       results.restore.push(
         ...(await restoreScenario(kinds, headline, size, change, seed, chains, plan.restore, progress)),
       );
     }
-    if (typeof s3 !== 'string') {
+    if (typeof s3 !== 'string' && want('restore')) {
       // Without span deltas (the default), and with the spanEvery the README suggests for S3.
       for (const spanEvery of [1, S3_SPAN_EVERY]) {
         progress.begin(
@@ -451,15 +510,24 @@ async function main(): Promise<void> {
         results.restore.push(...r.filter((x) => x.store === 's3'));
       }
     }
-    const histories = [{ kind: fileKind, histories: plan.history.file }];
-    if (typeof s3 !== 'string') histories.push({ kind: s3, histories: plan.history.s3 });
-    progress.begin(
-      `reading against history length: ${histories.map((h) => `${h.kind.name} ${h.histories.join(', ')}`).join('; ')} checkpoints`,
-    );
-    results.history = (results.history ?? []).concat(
-      await historyScenario(histories, headline, plan.history.size, seed, plan.history.runs, progress),
-    );
-    for (const { store, mode, windowMs, streams, ioThreads } of plan.many.runs) {
+    if (want('resume')) {
+      const r = plan.resume;
+      progress.begin(
+        `resume from a fresh process: ${headline} ${r.size / K} KB, ${r.checkpoints} checkpoints, file and sqlite stores, ${r.rounds} rounds`,
+      );
+      results.resume = await resumeScenario(headline, r.size, r.checkpoints, r.rounds, seed, progress);
+    }
+    if (want('history')) {
+      const histories = [{ kind: fileKind, histories: plan.history.file }];
+      if (typeof s3 !== 'string') histories.push({ kind: s3, histories: plan.history.s3 });
+      progress.begin(
+        `reading against history length: ${histories.map((h) => `${h.kind.name} ${h.histories.join(', ')}`).join('; ')} checkpoints`,
+      );
+      results.history = (results.history ?? []).concat(
+        await historyScenario(histories, headline, plan.history.size, seed, plan.history.runs, progress),
+      );
+    }
+    for (const { store, mode, windowMs, streams, ioThreads } of want('many') ? plan.many.runs : []) {
       const m = plan.many;
       const n = streams ?? m.streams;
       progress.begin(
@@ -472,7 +540,7 @@ async function main(): Promise<void> {
           workload: headline,
           streams: n,
           ...(ioThreads !== undefined && { ioThreads }),
-          aloneMs: store === 'file' ? m.aloneMs : 0,
+          aloneMs: store === 'memory' ? 0 : m.aloneMs,
           size: m.size,
           intervalMs: 2000,
           warmupMs: m.warmupMs,
@@ -480,6 +548,11 @@ async function main(): Promise<void> {
           seed,
         }),
       );
+    }
+    if (want('stores')) {
+      const { rounds, ...lengths } = plan.stores;
+      progress.begin(`each store alone (memory, file, sqlite FULL and NORMAL) and the disk's limits, ${rounds} rounds`);
+      results.storesAlone = await storesAloneScenario(rounds, progress, lengths);
     }
   } finally {
     for (const k of kinds) await k.cleanup();
@@ -492,6 +565,33 @@ async function main(): Promise<void> {
   process.stderr.write(
     `statefold bench: done in ${Math.round(results.run.wallSeconds)} s; wrote ${path.join(outDir, 'BENCHMARKS.md')}\n`,
   );
+}
+
+/** The plan with the command line's --langgraph-sizes, --rounds and --many-stores applied. */
+function narrowed(plan: Plan, values: { 'langgraph-sizes'?: string; rounds?: string; 'many-stores'?: string }): Plan {
+  const lg = { ...plan.langgraph };
+  if (values['langgraph-sizes'] !== undefined)
+    lg.sizes = values['langgraph-sizes'].split(',').map((kb) => Number(kb) * K);
+  if (values.rounds !== undefined) {
+    const rounds = Number(values.rounds);
+    lg.rounds = () => rounds;
+  }
+  const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
+  const resume = { ...plan.resume, rounds: rounds ?? plan.resume.rounds };
+  const stores = { ...plan.stores, rounds: rounds ?? plan.stores.rounds };
+  const manyStores = values['many-stores']?.split(',');
+  const many = {
+    ...plan.many,
+    runs: plan.many.runs.filter((r) => manyStores === undefined || manyStores.includes(r.store)),
+  };
+  if (
+    lg.sizes.some((size) => !(size > 0)) ||
+    !(lg.rounds(lg.sizes[0] ?? 0) >= 1) ||
+    !Number.isInteger(resume.rounds) ||
+    resume.rounds < 1
+  )
+    throw new Error('bench: --langgraph-sizes takes sizes in KB, --rounds a whole number of 1 or more');
+  return { ...plan, langgraph: lg, resume, many, stores };
 }
 
 /** Writes the charts, bench/results.json, BENCHMARKS.md and its appendix of a run into `outDir`. */

@@ -4,27 +4,31 @@
  * committing back to back (commit p50, CPU per commit) and 64 agents at once on one store
  * (commits/s, CPU per commit, writes per transaction, the latency of a read meanwhile); and the
  * disk's own SQLite limit (better-sqlite3 on this thread, WAL, synchronous=FULL, 20 KB rows,
- * 1/16/64 per transaction).
- * CPU is the whole process's, threads included.
+ * 1/16/64 per transaction; and append + fdatasync of the same rows to one file, as a log would).
+ * CPU is the whole process's, threads included. The bench's `stores` section (run.ts), or alone:
  *   npm run build && npx tsx bench/sqlite-store.ts [rounds]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { FileStore, MemoryStore, SnapshotEngine, type Store } from 'statefold';
 import { SqliteStore } from 'statefold/sqlite';
-import { summarize } from './stats.js';
+import { fileURLToPath } from 'node:url';
+import { summarize, type Progress, type Summary } from './stats.js';
 
-const ROUNDS = Number(process.argv[2] ?? 5);
-const SEQUENTIAL = 300;
+/** How long each part runs (storesAloneScenario's `lengths` can shorten them, for a smoke run). */
+let SEQUENTIAL = 300;
 const AGENTS = 64;
-const CONCURRENT_MS = 3000;
+let CONCURRENT_MS = 3000;
+let DISK_MS = 1000;
 
-type Kind = 'memory' | 'file' | 'sqlite' | 'sqlite normal';
-const KINDS: Kind[] = ['memory', 'file', 'sqlite', 'sqlite normal'];
+export type Kind = 'memory' | 'file' | 'sqlite' | 'sqlite normal';
+export const KINDS: Kind[] = ['memory', 'file', 'sqlite', 'sqlite normal'];
+/** Rows per transaction (SQLite) or per fdatasync (append) of the disk's limit. */
+export const BATCHES = [1, 16, 64];
 
-const root = mkdtempSync(path.join(tmpdir(), 'statefold-bench-sqlite-'));
+let root = '';
 let made = 0;
 function storeOf(kind: Kind): Store {
   const where = path.join(root, `${made++}`);
@@ -160,7 +164,7 @@ function diskLimit(per: number): { rowsPerSec: number; txPerSec: number; cpuUsPe
   let tx = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  while (performance.now() - t0 < 1000) {
+  while (performance.now() - t0 < DISK_MS) {
     db.exec('BEGIN IMMEDIATE');
     for (let j = 0; j < per; j++) insert.run(`k/${rows++}`, body);
     db.exec('COMMIT');
@@ -172,52 +176,128 @@ function diskLimit(per: number): { rowsPerSec: number; txPerSec: number; cpuUsPe
   return { rowsPerSec: rows / seconds, txPerSec: tx / seconds, cpuUsPerRow: (cpu * 1000) / rows };
 }
 
-const fmt = (values: number[], digits: number): string => {
-  const s = summarize(values);
-  return `${s.p50.toFixed(digits)} (${s.min.toFixed(digits)}-${s.max.toFixed(digits)})`;
-};
-
-const seq: Record<string, { p50: number[]; cpu: number[] }> = {};
-const conc: Record<string, { perSec: number[]; cpu: number[]; perTx: number[]; readMs: number[] }> = {};
-const disk: Record<string, { rows: number[]; tx: number[]; cpu: number[] }> = {};
-for (let round = 0; round < ROUNDS; round++) {
-  const order = KINDS.map((_, i) => KINDS[(i + round) % KINDS.length]!);
-  for (const kind of order) {
-    const r = await sequential(kind);
-    (seq[kind] ??= { p50: [], cpu: [] }).p50.push(r.p50);
-    seq[kind].cpu.push(r.cpuUs);
+/** The disk's limit without SQLite: 20 KB rows appended to one file, an fdatasync after every `per`. */
+function appendLimit(per: number): { rowsPerSec: number; txPerSec: number; cpuUsPerRow: number } {
+  const fd = openSync(path.join(root, `append-${made++}.log`), 'a');
+  const body = Buffer.alloc(20 * 1024, 7);
+  let rows = 0;
+  let tx = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  while (performance.now() - t0 < DISK_MS) {
+    for (let j = 0; j < per; j++, rows++) writeSync(fd, body);
+    fdatasyncSync(fd);
+    tx++;
   }
-  for (const kind of order) {
-    const r = await concurrent(kind);
-    const c = (conc[kind] ??= { perSec: [], cpu: [], perTx: [], readMs: [] });
-    c.readMs.push(r.readMs);
-    c.perSec.push(r.perSec);
-    c.cpu.push(r.cpuUs);
-    c.perTx.push(r.perTx);
-  }
-  for (const per of [1, 16, 64]) {
-    const r = diskLimit(per);
-    const d = (disk[per] ??= { rows: [], tx: [], cpu: [] });
-    d.rows.push(r.rowsPerSec);
-    d.tx.push(r.txPerSec);
-    d.cpu.push(r.cpuUsPerRow);
-  }
-  process.stderr.write(`round ${round + 1}/${ROUNDS} done\n`);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuMs(cpu0);
+  closeSync(fd);
+  return { rowsPerSec: rows / seconds, txPerSec: tx / seconds, cpuUsPerRow: (cpu * 1000) / rows };
 }
 
-console.log(`\nOne agent, 20 KB state, ${SEQUENTIAL} checkpoints back to back; median of ${ROUNDS} rounds (min-max)`);
-console.log('| store | commit p50 ms | CPU per commit us |\n| :-- | --: | --: |');
-for (const kind of KINDS) console.log(`| ${kind} | ${fmt(seq[kind]!.p50, 3)} | ${fmt(seq[kind]!.cpu, 0)} |`);
-console.log(`\n${AGENTS} agents on one store, back to back for ${CONCURRENT_MS} ms`);
-console.log(
-  '| store | commits/s | CPU per commit us | writes per transaction | a read meanwhile, p50 ms |\n| :-- | --: | --: | --: | --: |',
-);
-for (const kind of KINDS)
+/** Each store alone and the disk's limits: one sample per round of every figure, summarized over the rounds. */
+export interface StoresAloneResult {
+  rounds: number;
+  /** One agent, SEQUENTIAL checkpoints back to back: commit p50 ms, CPU µs per commit. */
+  sequential: { store: Kind; commitMs: Summary; cpuUs: Summary }[];
+  /** AGENTS agents on one store for CONCURRENT_MS: commits/s, CPU µs per commit, writes per transaction, a read's p50 ms meanwhile. */
+  concurrent: { store: Kind; perSec: Summary; cpuUs: Summary; perTx?: Summary; readMs: Summary }[];
+  /** 20 KB rows: per transaction (SQLite) or per fdatasync (append). */
+  disk: { how: 'sqlite' | 'append'; per: number; rowsPerSec: Summary; txPerSec: Summary; cpuUs: Summary }[];
+  agents: number;
+  sequentialCommits: number;
+  concurrentMs: number;
+}
+
+export async function storesAloneScenario(
+  rounds: number,
+  progress?: Progress,
+  lengths?: { sequential: number; concurrentMs: number; diskMs: number },
+): Promise<StoresAloneResult> {
+  if (lengths) ({ sequential: SEQUENTIAL, concurrentMs: CONCURRENT_MS, diskMs: DISK_MS } = lengths);
+  root = mkdtempSync(path.join(tmpdir(), 'statefold-bench-sqlite-'));
+  try {
+    const seq: Record<string, { p50: number[]; cpu: number[] }> = {};
+    const conc: Record<string, { perSec: number[]; cpu: number[]; perTx: number[]; readMs: number[] }> = {};
+    const disk: Record<string, { rows: number[]; tx: number[]; cpu: number[] }> = {};
+    for (let round = 0; round < rounds; round++) {
+      const order = KINDS.map((_, i) => KINDS[(i + round) % KINDS.length]!);
+      for (const kind of order) {
+        const r = await sequential(kind);
+        (seq[kind] ??= { p50: [], cpu: [] }).p50.push(r.p50);
+        seq[kind].cpu.push(r.cpuUs);
+      }
+      for (const kind of order) {
+        const r = await concurrent(kind);
+        const c = (conc[kind] ??= { perSec: [], cpu: [], perTx: [], readMs: [] });
+        c.readMs.push(r.readMs);
+        c.perSec.push(r.perSec);
+        c.cpu.push(r.cpuUs);
+        c.perTx.push(r.perTx);
+      }
+      for (const how of round % 2 === 0 ? (['sqlite', 'append'] as const) : (['append', 'sqlite'] as const))
+        for (const per of BATCHES) {
+          const r = how === 'sqlite' ? diskLimit(per) : appendLimit(per);
+          const d = (disk[`${how} ${per}`] ??= { rows: [], tx: [], cpu: [] });
+          d.rows.push(r.rowsPerSec);
+          d.tx.push(r.txPerSec);
+          d.cpu.push(r.cpuUsPerRow);
+        }
+      progress?.note(`stores alone: round ${round + 1}/${rounds} done`);
+    }
+    return {
+      rounds,
+      agents: AGENTS,
+      sequentialCommits: SEQUENTIAL,
+      concurrentMs: CONCURRENT_MS,
+      sequential: KINDS.map((store) => ({
+        store,
+        commitMs: summarize(seq[store]!.p50),
+        cpuUs: summarize(seq[store]!.cpu),
+      })),
+      concurrent: KINDS.map((store) => ({
+        store,
+        perSec: summarize(conc[store]!.perSec),
+        cpuUs: summarize(conc[store]!.cpu),
+        ...(store.startsWith('sqlite') && { perTx: summarize(conc[store]!.perTx) }),
+        readMs: summarize(conc[store]!.readMs),
+      })),
+      disk: (['sqlite', 'append'] as const).flatMap((how) =>
+        BATCHES.map((per) => {
+          const d = disk[`${how} ${per}`]!;
+          return { how, per, rowsPerSec: summarize(d.rows), txPerSec: summarize(d.tx), cpuUs: summarize(d.cpu) };
+        }),
+      ),
+    };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+const fmt = (v: Summary, digits: number): string =>
+  `${v.p50.toFixed(digits)} (${v.min.toFixed(digits)}-${v.max.toFixed(digits)})`;
+
+/** Alone (not imported by run.ts): prints the tables. */
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const ROUNDS = Number(process.argv[2] ?? 5);
+  const r = await storesAloneScenario(ROUNDS);
+  console.log(`\nOne agent, 20 KB state, ${SEQUENTIAL} checkpoints back to back; median of ${ROUNDS} rounds (min-max)`);
+  console.log('| store | commit p50 ms | CPU per commit us |\n| :-- | --: | --: |');
+  for (const x of r.sequential) console.log(`| ${x.store} | ${fmt(x.commitMs, 3)} | ${fmt(x.cpuUs, 0)} |`);
+  console.log(`\n${AGENTS} agents on one store, back to back for ${CONCURRENT_MS} ms`);
   console.log(
-    `| ${kind} | ${fmt(conc[kind]!.perSec, 0)} | ${fmt(conc[kind]!.cpu, 0)} | ${kind.startsWith('sqlite') ? fmt(conc[kind]!.perTx, 1) : '-'} | ${fmt(conc[kind]!.readMs, 3)} |`,
+    '| store | commits/s | CPU per commit us | writes per transaction | a read meanwhile, p50 ms |\n| :-- | --: | --: | --: | --: |',
   );
-console.log('\nThe disk: better-sqlite3 on one thread, WAL, synchronous=FULL, 20 KB rows');
-console.log('| rows per transaction | rows/s | transactions/s | CPU per row us |\n| --: | --: | --: | --: |');
-for (const per of [1, 16, 64])
-  console.log(`| ${per} | ${fmt(disk[per]!.rows, 0)} | ${fmt(disk[per]!.tx, 0)} | ${fmt(disk[per]!.cpu, 0)} |`);
-rmSync(root, { recursive: true, force: true });
+  for (const x of r.concurrent)
+    console.log(
+      `| ${x.store} | ${fmt(x.perSec, 0)} | ${fmt(x.cpuUs, 0)} | ${x.perTx ? fmt(x.perTx, 1) : '-'} | ${fmt(x.readMs, 3)} |`,
+    );
+  console.log(
+    '\nThe disk: 20 KB rows; SQLite (better-sqlite3 on one thread, WAL, synchronous=FULL) or append + fdatasync',
+  );
+  console.log(
+    '| how | rows per transaction or fdatasync | rows/s | transactions/s | CPU per row us |\n| :-- | --: | --: | --: | --: |',
+  );
+  for (const x of r.disk)
+    console.log(`| ${x.how} | ${x.per} | ${fmt(x.rowsPerSec, 0)} | ${fmt(x.txPerSec, 0)} | ${fmt(x.cpuUs, 0)} |`);
+}

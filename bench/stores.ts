@@ -1,6 +1,7 @@
 /**
- * Stores for the benchmark: memory, file (fsync on, the durable default), and S3 when the
- * STATEFOLD_S3_* variables are set; and a wrapper that counts the write requests and bytes.
+ * Stores for the benchmark: memory, file (fsync on, the durable default), SQLite (statefold/sqlite,
+ * synchronous=FULL by default), and S3 when the STATEFOLD_S3_* variables are set; and a wrapper that
+ * counts the write requests and bytes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import {
   type Store,
   type StoreOptions,
 } from 'statefold';
+import { SqliteStore } from 'statefold/sqlite';
 
 /** What a written object is, for counting bases and deltas apart. */
 /** What a write holds: a base, a delta, a fence, a full snapshot (baselines), or a hint (statefold's newest-base pointer). */
@@ -76,7 +78,7 @@ export class CountingStore implements Store {
 
 /** A store the benchmark can open fresh for each scenario. */
 export interface StoreKind {
-  name: 'memory' | 'file' | 's3';
+  name: 'memory' | 'file' | 'sqlite' | 's3';
   /** A fresh, empty store (a new directory, a new S3 prefix). */
   create(label: string, options?: { fsync?: boolean }): Promise<Store>;
   /**
@@ -111,6 +113,38 @@ export function fileStores(root?: string, ioThreads?: number): StoreKind {
     },
     reopen: (store) => new FileStore(made.get(store)!),
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * SqliteStores, one database file each in a temp directory (`synchronous: 'full'` unless asked:
+ * a resolved checkpoint survives power loss). `fsync: false` asks for synchronous=NORMAL, the
+ * nearest SQLite has to a write without fsync.
+ */
+export function sqliteStores(root?: string): StoreKind {
+  const dir = mkdtempSync(path.join(root ?? tmpdir(), 'statefold-bench-sqlite-'));
+  let n = 0;
+  const open: SqliteStore[] = [];
+  const made = new WeakMap<Store, { path: string; synchronous: 'full' | 'normal' }>();
+  const store = (o: { path: string; synchronous: 'full' | 'normal' }): SqliteStore => {
+    const s = new SqliteStore(o);
+    open.push(s);
+    made.set(s, o);
+    return s;
+  };
+  return {
+    name: 'sqlite',
+    create: async (label, options) =>
+      store({
+        path: path.join(dir, `${++n}-${label.replace(/[^A-Za-z0-9._-]+/g, '_')}.db`),
+        synchronous: options?.fsync === false ? 'normal' : 'full',
+      }),
+    // A new instance on the same file, as a restarted process would open it.
+    reopen: (s) => store(made.get(s)!),
+    cleanup: async () => {
+      for (const s of open.splice(0)) await s.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -103,6 +103,9 @@ describe('bench: smoke run', () => {
       '## Restore time against chain length',
       '## Reading a stream against the length of its history',
       '## Many streams in one process',
+      '## Resume from a fresh process',
+      '## Each store alone, and the disk',
+      '## LangGraph savers side by side',
       '## What the pieces cost (tinybench micro-benchmarks)',
     ]) {
       expect(appendix).toContain(heading);
@@ -151,6 +154,11 @@ describe('bench: smoke run', () => {
     expect(results.memory.length).toBeGreaterThan(0);
     expect(results.history.length).toBeGreaterThan(0);
     expect(results.many[0].committed).toBeGreaterThan(0);
+    // SqliteStore runs beside the others: many streams, resume, each store alone, and under StatefoldSaver.
+    expect(results.many.map((r: { store: string }) => r.store)).toContain('sqlite');
+    expect(results.resume.map((r: { store: string }) => r.store)).toEqual(['file', 'sqlite']);
+    expect(results.storesAlone.sequential.map((r: { store: string }) => r.store)).toContain('sqlite');
+    expect(appendix).toContain('| StatefoldSaver, SqliteStore (synchronous=FULL) |');
     // A run with --out leaves the repository's own report, results and charts as they were.
     expect(repositoryOutputs()).toEqual(before);
   }, 90_000);
