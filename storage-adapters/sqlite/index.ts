@@ -68,6 +68,7 @@ export class SqliteStore implements Store {
   readonly #writer: StoreThread;
   readonly #reader: StoreThread;
   readonly #stats: SqliteStoreStats = { transactions: 0, writes: 0, reads: 0 };
+  #warmed = false;
 
   constructor(options: SqliteStoreOptions) {
     if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path === '') {
@@ -100,9 +101,22 @@ export class SqliteStore implements Store {
     this.#reader = new StoreThread({ ...settings, role: 'read' } satisfies ThreadData, count);
   }
 
+  /**
+   * At the first call, both threads start: an engine's open lists and reads (the reader), then
+   * writes its fence (the writer); started one after the other they cost a fresh process two
+   * thread starts in a row.
+   */
+  #warm(): void {
+    if (this.#warmed) return;
+    this.#warmed = true;
+    this.#reader.warm();
+    this.#writer.warm();
+  }
+
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
     assertKey('get', key);
     throwIfAborted('get', key, options?.signal);
+    this.#warm();
     const reply = await this.#call('get', key, this.#reader.call({ op: 'get', key }));
     // A read handed to the thread runs to its end; an abort meanwhile still fails the call.
     throwIfAborted('get', key, options?.signal);
@@ -114,6 +128,7 @@ export class SqliteStore implements Store {
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     assertKey('putIfAbsent', key);
     throwIfAborted('putIfAbsent', key, options?.signal);
+    this.#warm();
     let copy: Uint8Array;
     try {
       // A copy of its own, handed over to the thread: a view into Node's pool would otherwise be
@@ -134,6 +149,7 @@ export class SqliteStore implements Store {
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
     assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
+    this.#warm();
     const reply = await this.#call(
       'list',
       prefix,
@@ -147,6 +163,7 @@ export class SqliteStore implements Store {
   async delete(key: string, options?: StoreOptions): Promise<void> {
     assertKey('delete', key);
     throwIfAborted('delete', key, options?.signal);
+    this.#warm();
     await this.#call('delete', key, this.#writer.call({ op: 'delete', key }));
     this.#stats.writes++;
   }

@@ -7,7 +7,14 @@
  * mode a reader sees the last commit without taking the write lock.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openReader, openWriter, type Database, type OpenSettings, type Statement } from './database.js';
+import {
+  openReader,
+  openWriter,
+  preloadBinding,
+  type Database,
+  type OpenSettings,
+  type Statement,
+} from './database.js';
 
 /** A call the main thread sends, with its id. */
 export type Job =
@@ -218,3 +225,5 @@ port.on('message', (message: Job[] | { close: true }) => {
   }
 });
 port.postMessage({ ready: true });
+// After ready: the addon loads while the first calls are on their way here.
+preloadBinding();
