@@ -53,6 +53,11 @@ describeStoreConformance({
   honoursListLimit: true,
   create: () => freshStore({ synchronous: 'normal' }),
   destroy: (store) => store.close(),
+  createFailing: async () => {
+    const file = path.join(await freshDir(), 'not-a-dir');
+    await writeFile(file, 'x');
+    return new SqliteStore({ path: path.join(file, 'store.db'), synchronous: 'normal' });
+  },
 });
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
