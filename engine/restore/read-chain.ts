@@ -68,7 +68,9 @@ export async function readChain<S>(
   const baseSeq = last.header.baseSeq!;
   const every = last.header.span;
   const read = await readLinks(frameAt, baseSeq, every, target, last, options.concurrency ?? 64);
-  const steps = verifyLinks(read, bySeq, keys, baseSeq, target);
+  const steps = await linkedOrRelist(store, keys, target, options.signal, () =>
+    verifyLinks(read, bySeq, keys, baseSeq, target),
+  );
   const folded = foldSteps(steps, keys, baseSeq, every);
   const restored: Restored<S> = {
     state: folded.state as S,
@@ -185,6 +187,28 @@ async function readLinks(
     }),
   );
   return read;
+}
+
+/**
+ * Runs the link checks; a chain that does not link, when a floor above it is recorded, is deleted
+ * history (NOT_FOUND, list again), not damage: a delete (or retention) removed the seqs after
+ * they were listed, and an engine fenced before it, its writes held, may since have written
+ * other checkpoints into those slots, below the floor where no reader looks. A read that spans
+ * the two sees frames of both.
+ */
+async function linkedOrRelist<T>(
+  store: Store,
+  keys: StreamKeys,
+  target: number,
+  signal: AbortSignal | undefined,
+  check: () => T,
+): Promise<T> {
+  try {
+    return check();
+  } catch (err) {
+    if (!(err instanceof StatefoldError) || err.code !== 'CORRUPT') throw err;
+    throw (await listedThenGone(store, keys, target, keys.slot(target), signal)) ?? err;
+  }
 }
 
 /**
