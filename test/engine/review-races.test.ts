@@ -277,3 +277,40 @@ describe('review: two gc runs whose floor writes conflict (S3 409)', () => {
     expect(cOpenedAt).toBeGreaterThanOrEqual(20);
   });
 });
+
+describe('review: a restore that reads across a delete and a zombie write (race harness seed 252)', () => {
+  // A restore lists the chain (base 5, delta 6) and reads seq 6; before it reads seq 5, the whole
+  // stream is deleted and an engine fenced before the delete, its write held, lands a frame of
+  // another life in the emptied slot 5 (below the floor, by design). The chain then does not link.
+  async function readAcross(deleteFirst: boolean): Promise<{ code?: string; message?: string } | 'ok'> {
+    const inner = new MemoryStore();
+    await seedSix(inner);
+    // The other life's seq 5: the same stream id written again with other values.
+    const other = new MemoryStore();
+    const zombie = await SnapshotEngine.open({ store: other, stream: 's', policy: POLICY });
+    for (let n = 1; n <= 6; n++) await zombie.checkpoint({ n: -n, pad: PAD.slice(1) });
+    await zombie.close();
+    const slot5 = 's.s/log/0000000000000005';
+    const frame = (await other.get(slot5))!;
+    const held = holdOnce(inner, (op, key) => op === 'get' && key === slot5);
+    const reading = settle(restore(held.store, 's'));
+    await held.reached;
+    if (deleteFirst) await deleteStream(inner, 's');
+    else await inner.delete(slot5); // no floor: the slot was emptied by something else
+    expect(await inner.putIfAbsent(slot5, frame)).toBe(true);
+    held.release();
+    const r = await reading;
+    return 'err' in r ? r.err : 'ok';
+  }
+
+  it('is deleted history when a floor above the chain is recorded: NOT_FOUND (list again), not CORRUPT', async () => {
+    const err = await readAcross(true);
+    expect(err === 'ok' ? 'ok' : err.code, JSON.stringify(err)).toBe('NOT_FOUND');
+  });
+
+  it('is damage when no floor says the chain was deleted: CORRUPT, naming the seq that does not link', async () => {
+    const err = await readAcross(false);
+    expect(err === 'ok' ? 'ok' : err.code, JSON.stringify(err)).toBe('CORRUPT');
+    expect(err === 'ok' ? '' : err.message).toMatch(/seq 6/);
+  });
+});
