@@ -10,7 +10,8 @@ import { COMMANDS, keysFrom, type Command, type Context } from './commands.js';
 import { openStore, storeFailure, UsageError } from './store.js';
 
 const GLOBAL = `
-Stores: a directory or file:// URL (FileStore; it must exist), or s3://bucket/prefix (S3Store;
+Stores: a directory or file:// URL (FileStore; it must exist), a SQLite database file or
+sqlite:PATH (SqliteStore; it must exist), or s3://bucket/prefix (S3Store;
 endpoint from --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL; region from --region, AWS_REGION
 or the AWS profile, us-east-1 with an endpoint; credentials from AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), or AWS_PROFILE).
@@ -138,7 +139,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`statefold ${name}: ${code}: ${(err as Error)?.message ?? String(err)}\n`);
     return isStatefoldError(err, 'CORRUPT') ? 1 : 3;
   } finally {
-    opened?.close();
+    await opened?.close();
   }
 }
 

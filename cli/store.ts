@@ -1,5 +1,8 @@
-/** The store a CLI command works on: a directory (a path or a `file://` URL), or `s3://bucket/prefix`. */
-import { stat } from 'node:fs/promises';
+/**
+ * The store a CLI command works on: a directory (a path or a `file://` URL), a SQLite database
+ * file (`.db`, `.sqlite`, `.sqlite3`, a file that is one, or `sqlite:PATH`), or `s3://bucket/prefix`.
+ */
+import { open, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { FileStore, StatefoldError, type Store } from '../engine/index.js';
 
@@ -16,11 +19,20 @@ export class UsageError extends Error {}
 const firstSet = (...values: (string | undefined)[]): string | undefined =>
   values.find((v) => v !== undefined && v !== '');
 
+/** Names ending so are taken for SQLite databases even when missing (NOT_FOUND, not "no such directory"). */
+const DATABASE_NAME = /\.(db|sqlite|sqlite3)$/i;
+
 /**
  * Opens the store `spec` names. A directory must exist (NOT_FOUND otherwise; it is never created);
+ * a file is a SQLite database (SqliteStore) when its name ends `.db`, `.sqlite` or `.sqlite3` or it
+ * starts as a database does, and so is `sqlite:PATH` (or `sqlite://PATH`): it must exist too;
  * on S3, with an endpoint and no region the region is us-east-1, and with neither it is a usage error.
  */
-export async function openStore(spec: string, flags: S3Flags): Promise<{ store: Store; close(): void }> {
+export async function openStore(
+  spec: string,
+  flags: S3Flags,
+): Promise<{ store: Store; close(): void | Promise<void> }> {
+  if (spec.startsWith('sqlite:')) return openDatabase(spec, spec.slice('sqlite:'.length).replace(/^\/\//, ''));
   if (spec.startsWith('s3://')) {
     const { bucket, prefix } = s3Location(spec);
     // The SDK prints a notice about Node versions on every start; one per command would bury the
@@ -52,16 +64,48 @@ export async function openStore(spec: string, flags: S3Flags): Promise<{ store: 
     return { store, close: () => store.destroy() };
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(spec) && !spec.startsWith('file://'))
-    throw new UsageError(`store ${spec}: a directory, a file:// URL or s3://bucket/prefix`);
+    throw new UsageError(`store ${spec}: a directory, a file:// URL, a SQLite database file or s3://bucket/prefix`);
   const dir = spec.startsWith('file://') ? fileURLToPath(spec) : spec;
   // The file store makes its directory on the first write; a typo must not read as an empty store.
-  const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
-      throw new StatefoldError('NOT_FOUND', `store ${spec}: no such directory`, { cause: err });
-    throw new StatefoldError('STORAGE', `store ${spec}: ${err.message}`, { cause: err });
-  });
+  const info = await statOf(spec, dir, DATABASE_NAME.test(dir) ? 'database file' : 'directory');
+  if (info.isFile() && (DATABASE_NAME.test(dir) || (await isDatabase(dir)))) return openDatabase(spec, dir);
   if (!info.isDirectory()) throw new StatefoldError('NOT_FOUND', `store ${spec}: not a directory`);
   return { store: new FileStore({ dir }), close: () => undefined };
+}
+
+/** Whether `file` starts as every SQLite database does (no connection is open yet: reading it is safe). */
+async function isDatabase(file: string): Promise<boolean> {
+  const handle = await open(file, 'r').catch(() => undefined);
+  if (handle === undefined) return false;
+  try {
+    const { buffer, bytesRead } = await handle.read(Buffer.alloc(16), 0, 16, 0);
+    return bytesRead === 16 && buffer.toString('latin1') === 'SQLite format 3\0';
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What is at `file`; NOT_FOUND ("no such `what`") when nothing is. */
+async function statOf(spec: string, file: string, what: string) {
+  return stat(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR')
+      throw new StatefoldError('NOT_FOUND', `store ${spec}: no such ${what}`, { cause: err });
+    throw new StatefoldError('STORAGE', `store ${spec}: ${err.message}`, { cause: err });
+  });
+}
+
+/**
+ * A SqliteStore on the database `file`, which must exist: SqliteStore would create a missing one
+ * at the first write, and a typo must not read as an empty store. A file that is not a database
+ * fails CORRUPT at the first read, naming it.
+ */
+async function openDatabase(spec: string, file: string): Promise<{ store: Store; close(): Promise<void> }> {
+  if (file === '') throw new UsageError(`store ${spec}: no path (sqlite:PATH)`);
+  const info = await statOf(spec, file, 'database file');
+  if (!info.isFile()) throw new StatefoldError('NOT_FOUND', `store ${spec}: not a database file`);
+  const { SqliteStore } = await import('../storage-adapters/sqlite/index.js');
+  const store = new SqliteStore({ path: file });
+  return { store, close: () => store.close() };
 }
 
 /** The bucket and prefix of `s3://bucket/prefix`. */

@@ -50,6 +50,7 @@ const modules = [
 const PUBLIC_ENTRIES = [
   'engine/index.ts',
   'storage-adapters/s3/index.ts',
+  'storage-adapters/sqlite/index.ts',
   'storage-adapters/kit/index.ts',
   'storage-adapters/testing/index.ts',
 ];
