@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
-import { END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { END, MessagesAnnotation, MessagesDeltaValue, START, StateGraph, StateSchema } from '@langchain/langgraph';
 import { ToolNode } from '@langchain/langgraph/prebuilt';
 import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
@@ -31,7 +31,21 @@ const WINDOW = 40;
 const READS = 15;
 
 export type SaverId =
-  'statefold-sqlite' | 'statefold-file' | 'statefold-memory' | 'memory' | 'sqlite' | 'sqlite-full' | 'postgres';
+  | 'statefold-sqlite'
+  | 'statefold-file'
+  | 'statefold-memory'
+  | 'memory'
+  | 'sqlite'
+  | 'sqlite-full'
+  | 'sqlite-full-delta'
+  | 'postgres';
+
+/**
+ * The savers that run the graph with LangGraph's own delta storage (`DeltaChannel`, beta): the
+ * messages channel stores each step's writes and a snapshot every 100 updates instead of the whole
+ * list, and a read rebuilds it by replaying writes (`graph.getState`, not the saver's getTuple).
+ */
+const DELTA: ReadonlySet<SaverId> = new Set(['sqlite-full-delta']);
 
 export interface LangGraphRun {
   saver: SaverId;
@@ -89,13 +103,19 @@ function fileText(texts: string[], n: number, bytes: number): string {
   return out.slice(0, bytes);
 }
 
-function agent(checkpointer: BaseCheckpointSaver, texts: string[], toolCalls: number, resultBytes: number) {
+function agent(
+  checkpointer: BaseCheckpointSaver,
+  texts: string[],
+  toolCalls: number,
+  resultBytes: number,
+  delta = false,
+) {
   const readFile = tool(async ({ n }) => fileText(texts, n, resultBytes), {
     name: 'read_file',
     description: 'Reads the n-th file',
     schema: z.object({ n: z.number() }),
   });
-  const model = async (state: typeof MessagesAnnotation.State) => {
+  const model = async (state: { messages: BaseMessage[] }) => {
     const lastCall = state.messages.findLast((m) => m.id?.startsWith('call-'));
     const read = lastCall === undefined ? 0 : Number(lastCall.id!.slice('call-'.length)) + 1;
     const n = state.messages.length;
@@ -109,7 +129,13 @@ function agent(checkpointer: BaseCheckpointSaver, texts: string[], toolCalls: nu
     });
     return { messages: [...drop, call] };
   };
-  return new StateGraph(MessagesAnnotation)
+  // (The same graph either way: only how the messages channel is stored differs.)
+  const graph = delta
+    ? (new StateGraph(new StateSchema({ messages: MessagesDeltaValue })) as unknown as StateGraph<
+        typeof MessagesAnnotation
+      >)
+    : new StateGraph(MessagesAnnotation);
+  return graph
     .addNode('model', model)
     .addNode('tools', new ToolNode([readFile]))
     .addEdge(START, 'model')
@@ -188,12 +214,13 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
       };
     }
     case 'sqlite':
-    case 'sqlite-full': {
+    case 'sqlite-full':
+    case 'sqlite-full-delta': {
       const file = path.join(dir, 'checkpoints.db');
       return {
         open: async () => {
           const saver = SqliteSaver.fromConnString(file);
-          if (id === 'sqlite-full') {
+          if (id !== 'sqlite') {
             (saver as unknown as { setup(): void }).setup();
             saver.db.pragma('synchronous=FULL');
           }
@@ -203,7 +230,8 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
           ['', '-wal'].reduce((sum, ext) => sum + (statSync(file + ext, { throwIfNoEntry: false })?.size ?? 0), 0),
         close: async (s) => (s as SqliteSaver).db.close(),
         cleanup,
-        fresh: { store: 'sqlite-saver', path: file },
+        // (A fresh process reads with getTuple, which does not rebuild a DeltaChannel: not timed for it.)
+        ...(!DELTA.has(id) && { fresh: { store: 'sqlite-saver', path: file } }),
       };
     }
     case 'postgres': {
@@ -275,7 +303,8 @@ export async function langgraphRun(
     const putConfigs: { configurable: { checkpoint_id: string } }[] = [];
     timed(saver, 'put', puts, putConfigs);
     timed(saver, 'putWrites', writes);
-    const graph = agent(saver, texts, toolCalls, Math.round(size / (WINDOW / 2)));
+    const resultBytes = Math.round(size / (WINDOW / 2));
+    const graph = agent(saver, texts, toolCalls, resultBytes, DELTA.has(id));
     const config = { configurable: { thread_id: `bench-${id}` }, recursionLimit: 4 * toolCalls + 10 };
     const t0 = performance.now();
     await graph.invoke(
@@ -287,15 +316,21 @@ export async function langgraphRun(
     );
     const runMs = performance.now() - t0;
     const ids = putConfigs.map((c) => c.configurable.checkpoint_id);
-    const last = await saver.getTuple(config);
-    const stateBytes = Buffer.byteLength(JSON.stringify(last!.checkpoint.channel_values));
+    const values = DELTA.has(id)
+      ? (await graph.getState(config)).values
+      : (await saver.getTuple(config))!.checkpoint.channel_values;
+    const stateBytes = Buffer.byteLength(JSON.stringify(values));
     if (saver !== (await b.open())) await b.close(saver);
     const reader = await b.open();
     const back = {
       configurable: { thread_id: `bench-${id}`, checkpoint_ns: '', checkpoint_id: ids[ids.length - 101]! },
     };
-    const latest = await timedReads(() => reader.getTuple(config));
-    const back100 = await timedReads(() => reader.getTuple(back));
+    // With a DeltaChannel the checkpoint lacks the messages: the graph rebuilds them from the writes.
+    const delta = DELTA.has(id) ? agent(reader, texts, toolCalls, resultBytes, true) : undefined;
+    const read = (c: typeof config | typeof back) =>
+      delta ? delta.getState(c).then((s) => (s.values.messages === undefined ? undefined : s)) : reader.getTuple(c);
+    const latest = await timedReads(() => read(config));
+    const back100 = await timedReads(() => read(back));
     const bytes = await b.bytes();
     if (id !== 'memory') await b.close(reader);
     const freshLatest =
@@ -347,6 +382,7 @@ export async function langgraphScenario(
     'memory',
     'sqlite',
     'sqlite-full',
+    'sqlite-full-delta',
   ];
   if (pgUrl) savers.push('postgres');
   const runs: LangGraphRun[] = [];

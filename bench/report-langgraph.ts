@@ -9,6 +9,7 @@ const NAMES: Record<SaverId, string> = {
   memory: 'MemorySaver',
   sqlite: 'SqliteSaver (default)',
   'sqlite-full': 'SqliteSaver, synchronous=FULL',
+  'sqlite-full-delta': 'SqliteSaver, synchronous=FULL, DeltaChannel messages',
   postgres: 'PostgresSaver',
 };
 
@@ -20,6 +21,7 @@ const DURABLE: Record<SaverId, string> = {
   memory: 'no (process memory)',
   sqlite: 'no (WAL, synchronous=NORMAL: no fsync per commit)',
   'sqlite-full': 'yes (WAL fsync per commit)',
+  'sqlite-full-delta': 'yes (WAL fsync per commit)',
   postgres: 'yes (fsync, synchronous_commit on)',
 };
 
@@ -96,7 +98,7 @@ export function langgraphSection(result: LangGraphResult | undefined): string[] 
   const all = combined(result);
   const rounds = [...new Set(all.map((r) => r.rounds))];
   out.push(
-    `One real LangGraph JS graph (\`StateGraph(MessagesAnnotation)\`, a fake model node and a \`ToolNode\`), run once per saver on its own storage: the model asks for ${first.toolCalls} files one after the other, the tool returns real text from the files under node_modules, and the model keeps a context window of 40 messages (it removes the oldest call and result with \`RemoveMessage\`), so the state stays near its nominal size after the first 20 reads. \`durability: 'sync'\`: each step waits for its checkpoint. Put: from the saver's \`put\` call until its promise resolves; putWrites likewise. Reads: a new saver instance on the same storage (a new process or replica would see this; MemorySaver: the same instance), ${'getTuple'} of the latest checkpoint and of the one 100 puts back, 15 times each. Fresh process: a new Node process constructs a new saver on the same storage and reads the latest checkpoint once, timed from constructing the saver (and its store) until getTuple resolved, modules already loaded (what a restarted agent's first read costs; not for the savers whose storage lives in this process). Run: the whole \`invoke\` of the graph. Bytes: what the storage holds after the run — statefold: the sum of its stored objects; MemorySaver: every serialized checkpoint, metadata and write it keeps; SQLite: the database file and its WAL; PostgreSQL: \`pg_total_relation_size\` of its tables (TOAST compresses large values with pglz). ${rounds.some((n) => n > 1) ? `Rounds: every saver once per round (${rounds.join(' or ')} rounds at a size), in an order rotated per round; each figure is the median of the rounds' medians, with the rounds' range (min–max); a size with one round shows the median with its interquartile range.` : 'One round per size, savers in a different order at each size; reads are the median with their interquartile range.'}`,
+    `One real LangGraph JS graph (\`StateGraph(MessagesAnnotation)\`, a fake model node and a \`ToolNode\`), run once per saver on its own storage: the model asks for ${first.toolCalls} files one after the other, the tool returns real text from the files under node_modules, and the model keeps a context window of 40 messages (it removes the oldest call and result with \`RemoveMessage\`), so the state stays near its nominal size after the first 20 reads. \`durability: 'sync'\`: each step waits for its checkpoint. Put: from the saver's \`put\` call until its promise resolves; putWrites likewise. Reads: a new saver instance on the same storage (a new process or replica would see this; MemorySaver: the same instance), ${'getTuple'} of the latest checkpoint and of the one 100 puts back, 15 times each. Fresh process: a new Node process constructs a new saver on the same storage and reads the latest checkpoint once, timed from constructing the saver (and its store) until getTuple resolved, modules already loaded (what a restarted agent's first read costs; not for the savers whose storage lives in this process). LangGraph's own delta storage (\`DeltaChannel\`, beta; \`MessagesDeltaValue\`): the same graph with its messages channel stored as each step's writes plus a snapshot every 100 updates; its reads are \`graph.getState\` on a new saver, which replays the writes since the snapshot (the saver's getTuple alone lacks the messages), and no fresh-process read is timed. Run: the whole \`invoke\` of the graph. Bytes: what the storage holds after the run — statefold: the sum of its stored objects; MemorySaver: every serialized checkpoint, metadata and write it keeps; SQLite: the database file and its WAL; PostgreSQL: \`pg_total_relation_size\` of its tables (TOAST compresses large values with pglz). ${rounds.some((n) => n > 1) ? `Rounds: every saver once per round (${rounds.join(' or ')} rounds at a size), in an order rotated per round; each figure is the median of the rounds' medians, with the rounds' range (min–max); a size with one round shows the median with its interquartile range.` : 'One round per size, savers in a different order at each size; reads are the median with their interquartile range.'}`,
   );
   out.push('');
   out.push(
