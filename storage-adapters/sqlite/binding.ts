@@ -2,7 +2,7 @@
  * better-sqlite3, checked here when `statefold/sqlite` is imported. It is an optional peer
  * dependency: without it, the import fails with one message that says what to install, and the
  * rest of statefold never loads it. Only resolved here, not loaded: loading its addon took
- * 10-45 ms, which the main thread need not pay; the store's threads load it (database.ts).
+ * 10-45 ms, paid at the store's first call, not at import (database.ts).
  */
 import { createRequire } from 'node:module';
 

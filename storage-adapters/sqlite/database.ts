@@ -1,6 +1,7 @@
 /**
  * The database file, as a thread of SqliteStore opens it: the binding, the pragmas and the one
- * table; SQLite itself tells a damaged file from a new one. Runs on the store's threads only.
+ * table; SQLite itself tells a damaged file from a new one. Runs on the main thread and on the
+ * store's writer thread (runner.ts).
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -28,14 +29,14 @@ type DatabaseClass = new (
   options: { timeout: number; fileMustExist: boolean; readonly?: boolean },
 ) => Database;
 
-/** How the store's threads open the file, from `SqliteStoreOptions`. */
+/** How the store's connections open the file, from `SqliteStoreOptions`. */
 export interface OpenSettings {
   path: string;
   synchronous: 'FULL' | 'NORMAL';
   busyTimeoutMs: number;
 }
 
-// better-sqlite3 is CommonJS; require also keeps it out of the main thread's module graph.
+// better-sqlite3 is CommonJS: loaded with require at the first connection, not at import.
 const require = createRequire(import.meta.url);
 let binding: DatabaseClass | undefined;
 function databaseClass(): DatabaseClass {
@@ -43,8 +44,8 @@ function databaseClass(): DatabaseClass {
 }
 
 /**
- * Loads the binding's addon now (10-45 ms) rather than at the first call: a thread does it as it
- * starts, while the main thread is still busy with other work. A failure here is left for the
+ * Loads the binding's addon now (10-45 ms) rather than at the first call: the writer thread does
+ * it as it starts, while its first calls are on their way. A failure here is left for the
  * first open to report, with its file's name.
  */
 export function preloadBinding(): void {

@@ -9,9 +9,10 @@ import './binding.js';
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError, describeValue } from '../errors.js';
 import { assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
-import { isDamage } from './database.js';
+import { isDamage, type OpenSettings } from './database.js';
+import { Runner, type Answer, type Job } from './runner.js';
 import { StoreThread, ThreadError, type Outcome } from './thread.js';
-import type { Answer, ThreadData } from './worker.js';
+import type { ThreadData } from './worker.js';
 
 /** Options of `new SqliteStore(...)`. */
 export interface SqliteStoreOptions {
@@ -46,13 +47,34 @@ export interface SqliteStoreStats {
 /** The default of `SqliteStoreOptions.busyTimeoutMs`. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
+/** Writes in one turn above which they go to the writer thread (and stay there). */
+const HERE_LIMIT = 4;
+/** The window over which the main thread's share of time in commits is measured, ms. */
+const DUTY_WINDOW_MS = 200;
+/** The share of that window spent committing on the main thread above which writes go to the thread. */
+const DUTY_LIMIT = 0.5;
+
+interface Queued {
+  job: Job;
+  resolve(outcome: Outcome): void;
+  reject(err: Error): void;
+}
+
 /**
  * A store in one SQLite database file, through better-sqlite3 (an optional peer dependency):
- * one row per object. Calls run on two threads of the store's own, started when first needed:
- * a writer that puts every write that arrives together (in one turn of the event loop, or while
- * its previous transaction commits) into one transaction, one WAL append and one fsync for all
- * of them, each call still getting its own result; and a reader, so that reads do not wait behind
- * a commit's fsync. `putIfAbsent` is an insert of a unique key in that transaction: atomic,
+ * one row per object. Every write that arrives together (in one turn of the event loop, or while
+ * the previous transaction commits) goes into one transaction, one WAL append and one fsync for
+ * all of them, each call still getting its own result (group commit). Where calls run:
+ * - Reads run on the main thread, on a connection of their own (in WAL mode a reader never waits
+ *   for a writer): a query is microseconds, a hop to a thread and back ~0.1 ms.
+ * - Writes run on the main thread too while the load is light, so that a process that resumes a
+ *   stream or an agent that commits now and then starts no thread (starting one costs tens of
+ *   milliseconds); the main thread then waits for each commit's fsync, as SqliteSaver does. Once
+ *   more than 4 writes arrive in one turn, or commits take more than half of the main
+ *   thread's time (over 200 ms), writes go to a writer thread of the store's own, for good: the
+ *   fsyncs leave the main thread, and what arrives while one runs joins the next transaction.
+ *   A write is never on both at once, so the process's transactions keep the order of the calls.
+ * `putIfAbsent` is an insert of a unique key in that transaction: atomic,
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
  * The `-wal` file beside it is part of the database until the last connection closes: the writes
@@ -66,9 +88,17 @@ export class SqliteStore implements Store {
   /** The database file, resolved. */
   readonly path: string;
   readonly #writer: StoreThread;
-  readonly #reader: StoreThread;
+  /** The main thread's connections: one for reads (query_only, never creates the file), one for writes. */
+  readonly #reader: Runner;
+  readonly #here: Runner;
   readonly #stats: SqliteStoreStats = { transactions: 0, writes: 0, reads: 0 };
-  #warmed = false;
+  /** Writes of this turn, to run on the main thread (undefined when none are waiting). */
+  #batch: Queued[] | undefined;
+  /** Whether writes go to the writer thread (from the first time the load asked for it on). */
+  #threaded = false;
+  #closed = false;
+  /** The current duty window: when it started, and the ms spent committing on the main thread in it. */
+  #window = { start: 0, busy: 0 };
 
   constructor(options: SqliteStoreOptions) {
     if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path === '') {
@@ -89,36 +119,74 @@ export class SqliteStore implements Store {
       );
     }
     this.path = path.resolve(options.path);
-    const settings = {
+    const settings: OpenSettings = {
       path: this.path,
       synchronous: synchronous === 'full' ? 'FULL' : 'NORMAL',
       busyTimeoutMs: busy,
-    } as const;
+    };
     const count = (answer: Answer): void => {
       this.#stats.transactions += answer.transactions;
     };
     this.#writer = new StoreThread({ ...settings, role: 'write' } satisfies ThreadData, count);
-    this.#reader = new StoreThread({ ...settings, role: 'read' } satisfies ThreadData, count);
+    this.#reader = new Runner(settings, 'read');
+    // No wait for the lock on the main thread: a batch that finds it taken goes to the thread, which waits.
+    this.#here = new Runner({ ...settings, busyTimeoutMs: 0 }, 'write');
   }
 
-  /**
-   * At the first call, both threads start: an engine's open lists and reads (the reader), then
-   * writes its fence (the writer); started one after the other they cost a fresh process two
-   * thread starts in a row.
-   */
-  #warm(): void {
-    if (this.#warmed) return;
-    this.#warmed = true;
-    this.#reader.warm();
-    this.#writer.warm();
+  /** Whether writes now go to the store's writer thread (see the class doc); false until the load asks for it. */
+  get threaded(): boolean {
+    return this.#threaded;
   }
+
+  /** Runs a read on the main thread's read connection. */
+  #read(job: Job): Promise<Outcome> {
+    if (this.#closed) return Promise.reject(new ThreadError('the store is closed', undefined));
+    return settled(this.#reader.run([job]).replies[0]!);
+  }
+
+  /** Queues a write: on the writer thread once writes go there, else in this turn's batch. */
+  #write(job: Job, transfer?: ArrayBuffer): Promise<Outcome> {
+    if (this.#closed) return Promise.reject(new ThreadError('the store is closed', undefined));
+    if (this.#threaded) return this.#writer.call(job, transfer);
+    return new Promise((resolve, reject) => {
+      if (this.#batch === undefined) {
+        this.#batch = [];
+        queueMicrotask(this.#flush);
+      }
+      this.#batch.push({ job, resolve, reject });
+    });
+  }
+
+  /** Runs this turn's writes: in one transaction here, or (a heavy load) on the writer thread. */
+  readonly #flush = (): void => {
+    const batch = this.#batch;
+    this.#batch = undefined;
+    if (batch === undefined || batch.length === 0) return;
+    const now = performance.now();
+    if (now - this.#window.start > DUTY_WINDOW_MS) this.#window = { start: now, busy: 0 };
+    if (batch.length > HERE_LIMIT || this.#window.busy > DUTY_LIMIT * DUTY_WINDOW_MS) this.#threaded = true;
+    if (!this.#threaded) {
+      const answer = this.#here.run(batch.map((q) => q.job));
+      this.#window.busy += performance.now() - now;
+      const busy = answer.unrun === true && answer.replies.some((r) => 'error' in r && r.error.code === 'SQLITE_BUSY');
+      if (!busy) {
+        this.#stats.transactions += answer.transactions;
+        answer.replies.forEach((reply, i) => settled(reply).then(batch[i]!.resolve, batch[i]!.reject));
+        return;
+      }
+      // Another connection (another process) holds the write lock: the thread waits for it, not this one.
+      this.#threaded = true;
+    }
+    for (const q of batch) {
+      const body = q.job.op === 'put' ? q.job.body : undefined;
+      this.#writer.call(q.job, body?.buffer as ArrayBuffer | undefined).then(q.resolve, q.reject);
+    }
+  };
 
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
     assertKey('get', key);
     throwIfAborted('get', key, options?.signal);
-    this.#warm();
-    const reply = await this.#call('get', key, this.#reader.call({ op: 'get', key }));
-    // A read handed to the thread runs to its end; an abort meanwhile still fails the call.
+    const reply = await this.#call('get', key, this.#read({ id: 0, op: 'get', key }));
     throwIfAborted('get', key, options?.signal);
     this.#stats.reads++;
     const body = (reply as Extract<Outcome, { body: unknown }>).body;
@@ -128,7 +196,6 @@ export class SqliteStore implements Store {
   async putIfAbsent(key: string, body: Uint8Array, options?: StoreOptions): Promise<boolean> {
     assertKey('putIfAbsent', key);
     throwIfAborted('putIfAbsent', key, options?.signal);
-    this.#warm();
     let copy: Uint8Array;
     try {
       // A copy of its own, handed over to the thread: a view into Node's pool would otherwise be
@@ -140,7 +207,7 @@ export class SqliteStore implements Store {
     const reply = await this.#call(
       'putIfAbsent',
       key,
-      this.#writer.call({ op: 'put', key, body: copy }, copy.buffer as ArrayBuffer),
+      this.#write({ id: 0, op: 'put', key, body: copy }, copy.buffer as ArrayBuffer),
     );
     this.#stats.writes++;
     return (reply as Extract<Outcome, { created: boolean }>).created;
@@ -149,11 +216,10 @@ export class SqliteStore implements Store {
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
     assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
-    this.#warm();
     const reply = await this.#call(
       'list',
       prefix,
-      this.#reader.call({ op: 'list', prefix, after: options?.startAfter, limit: options?.limit }),
+      this.#read({ id: 0, op: 'list', prefix, after: options?.startAfter, limit: options?.limit }),
     );
     throwIfAborted('list', prefix, options?.signal);
     this.#stats.reads++;
@@ -163,8 +229,7 @@ export class SqliteStore implements Store {
   async delete(key: string, options?: StoreOptions): Promise<void> {
     assertKey('delete', key);
     throwIfAborted('delete', key, options?.signal);
-    this.#warm();
-    await this.#call('delete', key, this.#writer.call({ op: 'delete', key }));
+    await this.#call('delete', key, this.#write({ id: 0, op: 'delete', key }));
     this.#stats.writes++;
   }
 
@@ -186,12 +251,16 @@ export class SqliteStore implements Store {
    * folds the WAL into the file and removes it) and stops the threads. Calls after it reject STORAGE.
    */
   async close(): Promise<void> {
-    // The reader first: the writer's connection, closed last, is the one that checkpoints the WAL
-    // into the file (a query_only connection does not).
-    // No write is accepted once close is called, though the writer closes last.
+    if (this.#closed) return this.#writer.close();
+    // Writes called before close still run; none is accepted after it.
+    this.#flush();
+    this.#closed = true;
     this.#writer.refuse();
-    await this.#reader.close();
+    // The reader first: a writer's connection, closed last, is the one that checkpoints the WAL
+    // into the file (a query_only connection does not); the main thread's last of all.
+    this.#reader.close();
     await this.#writer.close();
+    this.#here.close();
   }
 
   /** A thread's reply, or its failure as CORRUPT (a damaged file) or STORAGE, naming the call and the file. */
@@ -210,4 +279,10 @@ export class SqliteStore implements Store {
       throw new StatefoldError('STORAGE', what, { key, path: this.path, cause: err });
     }
   }
+}
+
+/** A reply as a call's outcome: resolved, or rejected with SQLite's message and code. */
+function settled(reply: Answer['replies'][number]): Promise<Outcome> {
+  if ('error' in reply) return Promise.reject(new ThreadError(reply.error.message, reply.error.code));
+  return Promise.resolve(reply);
 }

@@ -120,20 +120,6 @@ export class StoreThread {
     return pending;
   }
 
-  /**
-   * Starts the thread ahead of its first call (it opens no file until then, and does not keep the
-   * process alive while idle): a thread takes tens of milliseconds to start, which a first call
-   * made right after another thread's first call would otherwise wait for in turn.
-   */
-  warm(): void {
-    if (this.#refusing || this.#worker !== undefined) return;
-    try {
-      this.#start();
-    } catch {
-      // The first call starts it again and reports why it cannot.
-    }
-  }
-
   /** Refuses calls from now on (those sent are still answered); close() does it too. */
   refuse(): void {
     this.#refusing = true;

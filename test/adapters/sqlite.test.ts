@@ -184,7 +184,9 @@ describe('sqlite store: one file, several connections', () => {
     try {
       // Time for the writer thread to reach the lock (a wait, not an assertion about time).
       await new Promise((r) => setTimeout(r, 50));
-      // The reader thread answers while the writer waits (WAL).
+      // The main thread does not wait for the lock: the write went to the writer thread, which does.
+      expect(store.threaded).toBe(true);
+      // Reads are answered while the writer waits (WAL).
       expect(text(await store.get('busy/0'))).toBe('zero');
       expect(await store.list('busy/')).toEqual(['busy/0']);
       expect(settled, 'the write is still waiting for the lock').toBe(false);
@@ -260,12 +262,76 @@ describe('sqlite store: one file, several connections', () => {
   });
 });
 
+describe('sqlite store: where calls run', () => {
+  it('starts no thread for a process that resumes a stream and commits one checkpoint at a time', async () => {
+    const first = await freshStore();
+    const writer = await SnapshotEngine.open<{ n: number }>({ store: first, stream: 'resume/a' });
+    for (let n = 1; n <= 5; n++) await writer.checkpoint({ n });
+    await writer.close();
+    await first.close();
+    const store = new SqliteStore({ path: first.path });
+    stores.push(store);
+    const engine = await SnapshotEngine.open<{ n: number }>({ store, stream: 'resume/a' });
+    expect(engine.state).toEqual({ n: 5 });
+    for (let n = 6; n <= 10; n++) await engine.checkpoint({ n });
+    await engine.close();
+    expect(store.threaded).toBe(false);
+    expect((await restore(store, 'resume/a')).state).toEqual({ n: 10 });
+  });
+
+  it('moves writes to the thread for good when more than 4 arrive in one turn; results and order hold across the move', async () => {
+    const store = await freshStore();
+    // On the main thread: one at a time.
+    for (let i = 0; i < 3; i++) expect(await store.putIfAbsent(`move/${i}`, bytes(`here ${i}`))).toBe(true);
+    await store.delete('move/2');
+    expect(store.threaded).toBe(false);
+    // Eight in one turn: they go to the thread, in one transaction, each with its own result.
+    const tx = store.stats().transactions;
+    const results = await Promise.all([
+      store.putIfAbsent('move/0', bytes('again')),
+      store.putIfAbsent('move/2', bytes('thread 2')),
+      ...Array.from({ length: 5 }, (_, i) => store.putIfAbsent(`move/${i + 3}`, bytes(`thread ${i + 3}`))),
+      store.delete('move/1'),
+    ]);
+    expect(store.threaded).toBe(true);
+    expect(results).toEqual([false, true, true, true, true, true, true, undefined]);
+    expect(store.stats().transactions - tx).toBe(1);
+    // And stay there: a lone write after the move.
+    expect(await store.putIfAbsent('move/1', bytes('thread 1'))).toBe(true);
+    expect(store.threaded).toBe(true);
+    expect(await store.list('move/')).toEqual(Array.from({ length: 8 }, (_, i) => `move/${i}`));
+    expect(text(await store.get('move/0'))).toBe('here 0');
+    expect(text(await store.get('move/1'))).toBe('thread 1');
+    expect(text(await store.get('move/2'))).toBe('thread 2');
+    // Both of its writing connections closed, the last folds the WAL into the file.
+    await store.close();
+    expect((await readdir(path.dirname(store.path))).sort()).toEqual(['store.db']);
+    await expect(store.get('move/0')).rejects.toMatchObject({ code: 'STORAGE' });
+    await expect(store.list('move/')).rejects.toMatchObject({ code: 'STORAGE' });
+  });
+
+  it('runs a write called before close(), on either side, and refuses one called after', async () => {
+    for (const many of [1, 6]) {
+      const store = await freshStore();
+      const before = Array.from({ length: many }, (_, i) => store.putIfAbsent(`close/${i}`, bytes(`${i}`)));
+      const closing = store.close();
+      await expect(store.putIfAbsent('close/late', bytes('late'))).rejects.toMatchObject({ code: 'STORAGE' });
+      expect(await Promise.all(before)).toEqual(before.map(() => true));
+      await closing;
+      expect(store.threaded).toBe(many > 4);
+      const again = new SqliteStore({ path: store.path });
+      stores.push(again);
+      expect((await again.list('close/')).length).toBe(many);
+    }
+  });
+});
+
 // Closing any descriptor of a file drops every POSIX lock the process holds on it, the locks of
 // SQLite's connections included (sqlite.org "How To Corrupt An SQLite Database File", 2.2): the store
 // must not open and close the database file beside them. Linux lists the locks in /proc/locks.
 describe('sqlite store: the locks of its connections', () => {
   it.skipIf(!existsSync('/proc/locks'))(
-    "keeps its connections' lock on the database file once both threads have opened it",
+    "keeps its connections' lock on the database file once its reader and writer have opened it",
     async () => {
       const store = await freshStore();
       expect(await store.putIfAbsent('lock/a', bytes('a'))).toBe(true);
