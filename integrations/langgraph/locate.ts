@@ -21,6 +21,9 @@ export interface Entry {
 /** Entries read per page when a thread's history is scanned. */
 export const PAGE = 32;
 
+/** Metas read at once per round of the search for a checkpoint id's seq (each round cuts the range K + 1 ways). */
+export const PROBES = 7;
+
 export class ThreadLocator {
   /**
    * Checkpoint id -> the newest seq this process saw holding it. Sealed: a later seq holds another
@@ -57,7 +60,7 @@ export class ThreadLocator {
     return (await this.page(undefined, 1))[0];
   }
 
-  /** The meta at committed `seq` (usually one store read: the binary search in locate probes many), or undefined. */
+  /** The meta at committed `seq` (one store read), or undefined. */
   async metaAt(seq: number): Promise<Entry | undefined> {
     try {
       const meta = await readCheckpointMeta(this.store, this.stream, seq, this.reading);
@@ -72,12 +75,19 @@ export class ThreadLocator {
    * The newest seq holding checkpoint `id`, or undefined when none does. The newest entry and its
    * record of re-committed checkpoints answer most lookups. Else the checkpoint was put as a new
    * largest id and its seqs follow each other (its writes, its effects): a binary search on the
-   * running largest id each meta carries finds the first, reads forward the newest. A stream
+   * running largest id each meta carries (several metas a round)
+   * finds the first, reads forward the newest. `probed` collects the metas read, for the caller to reuse. A stream
    * whose ids were not put in increasing order falls back to a scan. What this process saw is
    * remembered: a sealed seq answers at once, another is read forward from (another replica may
    * have committed the same id after it).
    */
-  async locate(id: string, newest: Entry | undefined): Promise<number | undefined> {
+  async locate(
+    id: string,
+    newest: Entry | undefined,
+    probed = new Map<number, Entry>(),
+    /** The oldest retained entry, when the caller already started reading it (else read when needed). */
+    oldest?: Promise<Entry | undefined>,
+  ): Promise<number | undefined> {
     if (newest === undefined) return undefined;
     const { meta } = newest;
     if (meta.id === id) return newest.seq;
@@ -86,38 +96,91 @@ export class ThreadLocator {
     if (meta.max === null || id > meta.max) return undefined;
     const known = this.seqs.get(id);
     if (known?.sealed) return known.seq;
-    const lo = known?.seq ?? (await this.#firstWithMax(id, newest.seq));
+    probed.set(newest.seq, newest);
+    const lo = known?.seq ?? (await this.#firstWithMax(id, newest.seq, probed, oldest));
     if (lo === undefined) return this.#scan(id, newest.seq);
     let found: number | undefined;
     let sealed = false;
-    for (let seq = lo; seq <= newest.seq; seq++) {
-      const entry = seq === newest.seq ? newest : await this.metaAt(seq);
-      if (entry === undefined) break;
-      if (entry.meta.id !== id || (entry.meta.rev && seq !== lo)) {
-        sealed = true;
-        break;
+    walk: for (let from = lo; from <= newest.seq; from += PROBES) {
+      // The seqs after the first are read a round at a time (a checkpoint's run is short: its writes, its effects).
+      const seqs = Array.from({ length: Math.min(PROBES, newest.seq - from + 1) }, (_, i) => from + i);
+      const entries = await this.#metas(seqs, probed);
+      for (const [i, entry] of entries.entries()) {
+        const seq = seqs[i]!;
+        if (entry === undefined) break walk;
+        if (entry.meta.id !== id || (entry.meta.rev && seq !== lo)) {
+          sealed = true;
+          break walk;
+        }
+        found = seq;
       }
-      found = seq;
     }
     if (found === undefined) return this.#scan(id, newest.seq);
     this.seqs.set(id, { seq: found, sealed });
     return found;
   }
 
-  /** The first seq whose running largest id is at least `id` (binary search), or undefined when a seq is missing. */
-  async #firstWithMax(id: string, newest: number): Promise<number | undefined> {
-    const oldest = (await this.forward(undefined, 1))[0];
-    if (oldest === undefined) return undefined;
-    let lo = oldest.seq;
+  /** The metas at `seqs`, read in one round (those in `probed` are not read again; what is read is added to it). */
+  async #metas(seqs: number[], probed: Map<number, Entry>): Promise<(Entry | undefined)[]> {
+    return Promise.all(
+      seqs.map(async (seq) => {
+        const seen = probed.get(seq);
+        if (seen !== undefined) return seen;
+        const entry = await this.metaAt(seq);
+        if (entry !== undefined) probed.set(seq, entry);
+        return entry;
+      }),
+    );
+  }
+
+  /**
+   * The first seq whose running largest id is at least `id`, or undefined when a seq is missing: a
+   * search that reads PROBES metas at once per round, so that it takes log_{PROBES+1} dependent
+   * rounds rather than log_2 (the metas are read anyway: reading them together costs no more calls).
+   */
+  async #firstWithMax(
+    id: string,
+    newest: number,
+    probed: Map<number, Entry>,
+    oldestRead: Promise<Entry | undefined> = this.oldest(),
+  ): Promise<number | undefined> {
+    // The oldest retained seq is looked up during the first round, not before it: seqs below it
+    // (deleted by retention) read as missing there, and lie below the answer.
+    let lo = 1;
     let hi = newest;
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2);
-      const probe = await this.metaAt(mid);
-      if (probe === undefined) return undefined;
-      if (probe.meta.max !== null && probe.meta.max >= id) hi = mid;
-      else lo = mid + 1;
+    for (let round = 0; lo < hi || round === 0; round++) {
+      // Probes split [lo, hi) evenly; the answer is in [lo, hi].
+      const span = hi - lo;
+      const count = Math.min(PROBES, span);
+      const seqs = [
+        ...new Set(Array.from({ length: count }, (_, i) => lo + Math.floor(((i + 1) * span) / (count + 1)))),
+      ];
+      const [entries, oldest] = await Promise.all([this.#metas(seqs, probed), round === 0 ? oldestRead : undefined]);
+      if (round === 0) {
+        if (oldest === undefined) return undefined;
+        lo = Math.max(lo, oldest.seq);
+      }
+      let nextLo = lo;
+      let nextHi = hi;
+      for (const [i, entry] of entries.entries()) {
+        const seq = seqs[i]!;
+        if (seq < lo) continue; // (below the oldest: deleted)
+        if (entry === undefined) return undefined;
+        if (entry.meta.max !== null && entry.meta.max >= id) {
+          nextHi = Math.min(nextHi, seq);
+          break;
+        }
+        nextLo = seq + 1;
+      }
+      lo = nextLo;
+      hi = nextHi;
     }
     return lo;
+  }
+
+  /** The oldest retained seq and its meta. */
+  async oldest(): Promise<Entry | undefined> {
+    return (await this.forward(undefined, 1))[0];
   }
 
   /** Entries of the stream, oldest first, `limit` from above seq `after`. */

@@ -103,10 +103,16 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         const seq = await t.locate(head.meta.max, entryOf(head));
         return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq, undefined, entryOf(head));
       }
+      // The oldest seq bounds the search for an older checkpoint: read beside the newest, not after it.
+      const oldest = t.oldest();
+      oldest.catch(() => undefined); // (unused when the newest answers)
       const newest = await t.newest();
-      const seq = await t.locate(wanted, newest);
-      const known = newest?.seq === seq ? newest?.meta : undefined;
-      return seq === undefined ? undefined : this.#tupleAt(t, wanted, seq, known, newest);
+      // (The metas the lookup read are this checkpoint's and the next seq's: not read again.)
+      const probed = new Map<number, Entry>();
+      const seq = await t.locate(wanted, newest, probed, oldest);
+      if (seq === undefined) return undefined;
+      const after = probed.get(seq + 1) ?? newest;
+      return this.#tupleAt(t, wanted, seq, probed.get(seq)?.meta, after);
     });
   }
 
