@@ -13,6 +13,7 @@ import {
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import { StatefoldError } from '../../engine/index.js';
+import { snapshotOf, unchanged, type Snap } from './items.js';
 
 /** A serialized value: the JSON LangGraph's serde made, parsed (`j`), or its bytes and type. */
 export type Plain = { j: unknown } | { t: string; b: Uint8Array };
@@ -119,34 +120,38 @@ export async function toPlain(serde: SerializerProtocol, value: unknown): Promis
   return { t: type, b: bytes };
 }
 
-/** Serialized list items by item: the bytes they serialized to, and the plain value parsed from them. */
-export type ItemCache = WeakMap<object, { bytes: Uint8Array; plain: unknown }>;
+/** List items by item: what each was when last serialized (see items.ts), and the plain value it serialized to. */
+export type ItemCache = WeakMap<object, { snap: Snap; plain: unknown }>;
 
 /**
  * `toPlain` for a channel value. A list (a message history) under LangGraph's own serializer is
- * serialized item by item, which gives the same JSON; an item that serializes to the same bytes
- * as last time keeps its plain value, so the capture sees the same object and skips it (the bytes
- * are compared, not trusted: an item changed in place is parsed again).
+ * serialized item by item, which gives the same JSON; an item that is the same object as at an
+ * earlier put and unchanged since (every own property at every depth, see items.ts) keeps the
+ * plain value it serialized to without being serialized again, so the capture also sees the same
+ * object and skips it. An item changed in place, or one a snapshot cannot vouch for, is serialized.
  */
 export async function channelToPlain(serde: SerializerProtocol, value: unknown, cache: ItemCache): Promise<Plain> {
   if (!Array.isArray(value) || value.length === 0 || !(serde instanceof JsonPlusSerializer))
     return toPlain(serde, value);
   const items: unknown[] = [];
   for (const item of value) {
-    const [type, bytes] = await serde.dumpsTyped(item);
-    if (type !== 'json') return toPlain(serde, value);
-    const hit = item !== null && typeof item === 'object' ? cache.get(item) : undefined;
-    if (hit !== undefined && Buffer.compare(hit.bytes, bytes) === 0) {
+    const cacheable = item !== null && typeof item === 'object';
+    const hit = cacheable ? cache.get(item) : undefined;
+    if (hit !== undefined && unchanged(item, hit.snap)) {
       items.push(hit.plain);
       continue;
     }
+    const [type, bytes] = await serde.dumpsTyped(item);
+    if (type !== 'json') return toPlain(serde, value);
     let plain: unknown;
     try {
       plain = JSON.parse(decoder.decode(bytes));
     } catch {
       return toPlain(serde, value); // not JSON after all: the whole value is kept as toPlain keeps it
     }
-    if (item !== null && typeof item === 'object') cache.set(item, { bytes, plain });
+    const snap = cacheable ? snapshotOf(item) : undefined;
+    if (snap !== undefined) cache.set(item, { snap, plain });
+    else if (hit !== undefined) cache.delete(item);
     items.push(plain);
   }
   return { j: items };

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { uuid6 } from '@langchain/langgraph-checkpoint';
 import { describe, expect, it } from 'vitest';
 import { isStatefoldError, listStreams, MemoryStore, restore, type Store } from 'statefold';
@@ -148,6 +149,59 @@ describe('StatefoldSaver', () => {
       { role: 'user', content: 'hi' },
       { role: 'assistant', content: 'draft' },
     ]);
+  });
+
+  it('serializes only the messages that are new or changed in place, at any depth, and stores each as it is', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    let dumped = 0;
+    const dumpsTyped = saver.serde.dumpsTyped.bind(saver.serde);
+    saver.serde.dumpsTyped = (value: unknown) => {
+      dumped++;
+      return dumpsTyped(value);
+    };
+    const question = new HumanMessage({ id: 'q', content: 'Read the file.' });
+    const call = new AIMessage({
+      id: 'c',
+      content: '',
+      tool_calls: [{ id: 'tc', name: 'read_file', args: { path: 'a.txt', lines: [1, 2] } }],
+    });
+    const when = { at: new Date(0) }; // a Date: what serialization makes of it is not in its own properties
+    const meta = { source: 'loop' as const, step: 0, parents: {} };
+    const ids = [1, 2, 3, 4, 5].map((n) => uuid6(n));
+    const put = async (i: number, messages: unknown[]) => {
+      dumped = 0;
+      await saver.put(
+        cfg('t', i === 0 ? undefined : ids[i - 1]),
+        { ...checkpointOf(ids[i]!, i, []), channel_values: { messages } },
+        meta,
+        { messages: i + 1 },
+      );
+      return dumped - 1; // (one for the metadata)
+    };
+    expect(await put(0, [question, call, when])).toBe(3);
+    // The same objects again, one new: only the new one (and the Date's holder, always) is serialized.
+    const result = new ToolMessage({ id: 'r', content: 'line 1', tool_call_id: 'tc' });
+    expect(await put(1, [question, call, when, result])).toBe(2);
+    // Changed in place, deep inside: serialized again.
+    (call.tool_calls![0]!.args as { lines: number[] }).lines.push(3);
+    expect(await put(2, [question, call, when, result])).toBe(2);
+    // A field added in place, and a Date changed in place.
+    (result as unknown as Record<string, unknown>).extra = 'x';
+    when.at.setTime(1000);
+    expect(await put(3, [question, call, when, result])).toBe(2);
+    const fresh = new StatefoldSaver({ store: saver.store });
+    const messagesAt = async (i: number) =>
+      (await fresh.getTuple(cfg('t', ids[i])))!.checkpoint.channel_values.messages as unknown[];
+    const serialized = async (messages: unknown[]) => {
+      const [, bytes] = await dumpsTyped(messages);
+      return new TextDecoder().decode(bytes);
+    };
+    expect(((await messagesAt(1))[1] as AIMessage).tool_calls![0]!.args).toEqual({ path: 'a.txt', lines: [1, 2] });
+    expect(((await messagesAt(2))[1] as AIMessage).tool_calls![0]!.args).toEqual({ path: 'a.txt', lines: [1, 2, 3] });
+    expect((await messagesAt(2))[2]).toEqual({ at: new Date(0).toISOString() });
+    expect((await messagesAt(3))[2]).toEqual({ at: new Date(1000).toISOString() });
+    // Each read back serializes as the list did when it was put.
+    expect(await serialized(await messagesAt(3))).toBe(await serialized([question, call, when, result]));
   });
 
   it('runs an effect once per thread, across savers', async () => {
