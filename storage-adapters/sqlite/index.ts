@@ -42,13 +42,15 @@ export interface SqliteStoreStats {
   writes: number;
   /** Reads (gets and lists) answered. */
   reads: number;
+  /** Of `transactions`, those committed on the store's writer thread (the rest on the main thread). */
+  threadTransactions: number;
 }
 
 /** The default of `SqliteStoreOptions.busyTimeoutMs`. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
-/** Writes in one turn above which they go to the writer thread (and stay there). */
-const HERE_LIMIT = 4;
+/** Writes in one turn above which they go to the writer thread. */
+const HERE_LIMIT = 64;
 /** The window over which the main thread's share of time in commits is measured, ms. */
 const DUTY_WINDOW_MS = 200;
 /** The share of that window spent committing on the main thread above which writes go to the thread. */
@@ -69,11 +71,13 @@ interface Queued {
  *   for a writer): a query is microseconds, a hop to a thread and back ~0.1 ms.
  * - Writes run on the main thread too while the load is light, so that a process that resumes a
  *   stream or an agent that commits now and then starts no thread (starting one costs tens of
- *   milliseconds); the main thread then waits for each commit's fsync, as SqliteSaver does. Once
- *   more than 4 writes arrive in one turn, or commits take more than half of the main
- *   thread's time (over 200 ms), writes go to a writer thread of the store's own, for good: the
- *   fsyncs leave the main thread, and what arrives while one runs joins the next transaction.
- *   A write is never on both at once, so the process's transactions keep the order of the calls.
+ *   milliseconds); the main thread then waits for each commit's fsync, as SqliteSaver does. A
+ *   turn's writes go to a writer thread of the store's own (started the first time) instead when
+ *   they are more than 64, or commits took more than half of the main thread's time in the last
+ *   200 ms, or another process holds the write lock, or writes sent there are not answered yet:
+ *   the fsyncs and the waits leave the main thread, and what arrives while one runs joins the
+ *   next transaction. When the load drops, writes run on the main thread again. A write goes to
+ *   the main thread only when none is on the thread, so transactions keep the order of the calls.
  * `putIfAbsent` is an insert of a unique key in that transaction: atomic,
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
@@ -91,11 +95,15 @@ export class SqliteStore implements Store {
   /** The main thread's connections: one for reads (query_only, never creates the file), one for writes. */
   readonly #reader: Runner;
   readonly #here: Runner;
-  readonly #stats: SqliteStoreStats = { transactions: 0, writes: 0, reads: 0 };
+  readonly #stats: SqliteStoreStats = { transactions: 0, writes: 0, reads: 0, threadTransactions: 0 };
   /** Writes of this turn, to run on the main thread (undefined when none are waiting). */
   #batch: Queued[] | undefined;
-  /** Whether writes go to the writer thread (from the first time the load asked for it on). */
+  /** Whether the writer thread was started (the first time the load asked for it). */
   #threaded = false;
+  /** Writes sent to the writer thread and not answered yet. */
+  #inThread = 0;
+  /** Whether a transaction committed on the main thread in this turn: the turn's later writes then wait for its end. */
+  #hot = false;
   #closed = false;
   /** The current duty window: when it started, and the ms spent committing on the main thread in it. */
   #window = { start: 0, busy: 0 };
@@ -126,6 +134,7 @@ export class SqliteStore implements Store {
     };
     const count = (answer: Answer): void => {
       this.#stats.transactions += answer.transactions;
+      this.#stats.threadTransactions += answer.transactions;
     };
     this.#writer = new StoreThread({ ...settings, role: 'write' } satisfies ThreadData, count);
     this.#reader = new Runner(settings, 'read');
@@ -133,7 +142,7 @@ export class SqliteStore implements Store {
     this.#here = new Runner({ ...settings, busyTimeoutMs: 0 }, 'write');
   }
 
-  /** Whether writes now go to the store's writer thread (see the class doc); false until the load asks for it. */
+  /** Whether the store's writer thread was started (see the class doc): false until the load asks for it. */
   get threaded(): boolean {
     return this.#threaded;
   }
@@ -144,42 +153,53 @@ export class SqliteStore implements Store {
     return settled(this.#reader.run([job]).replies[0]!);
   }
 
-  /** Queues a write: on the writer thread once writes go there, else in this turn's batch. */
-  #write(job: Job, transfer?: ArrayBuffer): Promise<Outcome> {
+  /** Queues a write in this turn's batch. */
+  #write(job: Job): Promise<Outcome> {
     if (this.#closed) return Promise.reject(new ThreadError('the store is closed', undefined));
-    if (this.#threaded) return this.#writer.call(job, transfer);
     return new Promise((resolve, reject) => {
       if (this.#batch === undefined) {
         this.#batch = [];
-        queueMicrotask(this.#flush);
+        // The first writes of a turn commit once its microtasks are done. After a commit here, the
+        // turn's later writes (other engines' checkpoints, each a few awaits behind) wait for the
+        // turn's end, so that they commit together instead of one transaction each.
+        if (this.#hot) setImmediate(this.#flush);
+        else queueMicrotask(this.#flush);
       }
       this.#batch.push({ job, resolve, reject });
     });
   }
 
-  /** Runs this turn's writes: in one transaction here, or (a heavy load) on the writer thread. */
+  /** Runs this turn's writes: in one transaction here, or (a heavy load, see the class doc) on the writer thread. */
   readonly #flush = (): void => {
     const batch = this.#batch;
     this.#batch = undefined;
     if (batch === undefined || batch.length === 0) return;
     const now = performance.now();
     if (now - this.#window.start > DUTY_WINDOW_MS) this.#window = { start: now, busy: 0 };
-    if (batch.length > HERE_LIMIT || this.#window.busy > DUTY_LIMIT * DUTY_WINDOW_MS) this.#threaded = true;
-    if (!this.#threaded) {
+    const here = this.#inThread === 0 && batch.length <= HERE_LIMIT && this.#window.busy <= DUTY_LIMIT * DUTY_WINDOW_MS;
+    if (here) {
       const answer = this.#here.run(batch.map((q) => q.job));
       this.#window.busy += performance.now() - now;
       const busy = answer.unrun === true && answer.replies.some((r) => 'error' in r && r.error.code === 'SQLITE_BUSY');
       if (!busy) {
+        if (!this.#hot) {
+          this.#hot = true;
+          setImmediate(() => (this.#hot = false));
+        }
         this.#stats.transactions += answer.transactions;
         answer.replies.forEach((reply, i) => settled(reply).then(batch[i]!.resolve, batch[i]!.reject));
         return;
       }
       // Another connection (another process) holds the write lock: the thread waits for it, not this one.
-      this.#threaded = true;
     }
+    this.#threaded = true;
     for (const q of batch) {
       const body = q.job.op === 'put' ? q.job.body : undefined;
-      this.#writer.call(q.job, body?.buffer as ArrayBuffer | undefined).then(q.resolve, q.reject);
+      this.#inThread++;
+      this.#writer
+        .call(q.job, body?.buffer as ArrayBuffer | undefined)
+        .finally(() => this.#inThread--)
+        .then(q.resolve, q.reject);
     }
   };
 
@@ -204,11 +224,7 @@ export class SqliteStore implements Store {
     } catch (err) {
       throw storageError('putIfAbsent', key, err);
     }
-    const reply = await this.#call(
-      'putIfAbsent',
-      key,
-      this.#write({ id: 0, op: 'put', key, body: copy }, copy.buffer as ArrayBuffer),
-    );
+    const reply = await this.#call('putIfAbsent', key, this.#write({ id: 0, op: 'put', key, body: copy }));
     this.#stats.writes++;
     return (reply as Extract<Outcome, { created: boolean }>).created;
   }
@@ -234,8 +250,9 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Counts since the store was made: transactions committed, the writes in them, reads answered.
-   * `writes / transactions` is how many writes each commit carried (group commit).
+   * Counts since the store was made: transactions committed (and how many of them on the writer
+   * thread), the writes in them, reads answered. `writes / transactions` is how many writes each
+   * commit carried (group commit).
    */
   stats(): SqliteStoreStats {
     return { ...this.#stats };
