@@ -49,8 +49,10 @@ export interface SqliteStoreStats {
 /** The default of `SqliteStoreOptions.busyTimeoutMs`. */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
-/** Writes in one turn above which they go to the writer thread. */
-const HERE_LIMIT = 64;
+/** Creates in one turn above which writes go to the writer thread (a load of many streams). */
+const HERE_LIMIT = 4;
+/** Writes in one turn above which they go to the writer thread, whatever they are. */
+const BATCH_LIMIT = 64;
 /** The window over which the main thread's share of time in commits is measured, ms. */
 const DUTY_WINDOW_MS = 200;
 /** The share of that window spent committing on the main thread above which writes go to the thread. */
@@ -71,13 +73,14 @@ interface Queued {
  *   for a writer): a query is microseconds, a hop to a thread and back ~0.1 ms.
  * - Writes run on the main thread too while the load is light, so that a process that resumes a
  *   stream or an agent that commits now and then starts no thread (starting one costs tens of
- *   milliseconds); the main thread then waits for each commit's fsync, as SqliteSaver does. A
- *   turn's writes go to a writer thread of the store's own (started the first time) instead when
- *   they are more than 64, or commits took more than half of the main thread's time in the last
- *   200 ms, or another process holds the write lock, or writes sent there are not answered yet:
- *   the fsyncs and the waits leave the main thread, and what arrives while one runs joins the
- *   next transaction. When the load drops, writes run on the main thread again. A write goes to
- *   the main thread only when none is on the thread, so transactions keep the order of the calls.
+ *   milliseconds); the main thread then waits for each commit's fsync, as SqliteSaver does. Writes
+ *   go to a writer thread of the store's own (started the first time) instead for 200 ms after a
+ *   turn brings more than 4 creates (many streams committing) or 64 writes, or after commits took
+ *   more than half of the main thread's time over 200 ms; and when another process holds the
+ *   write lock, or writes sent there are not answered yet: the fsyncs and the waits leave the main
+ *   thread, and what arrives while one runs joins the next transaction. When the load drops,
+ *   writes run on the main thread again. A write goes to the main thread only when none is on the
+ *   thread, so transactions keep the order of the calls.
  * `putIfAbsent` is an insert of a unique key in that transaction: atomic,
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
@@ -107,6 +110,8 @@ export class SqliteStore implements Store {
   #closed = false;
   /** The current duty window: when it started, and the ms spent committing on the main thread in it. */
   #window = { start: 0, busy: 0 };
+  /** When the load last sent writes to the thread (ms): they stay there for a window after it. */
+  #loadedAt = -Infinity;
 
   constructor(options: SqliteStoreOptions) {
     if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path === '') {
@@ -176,8 +181,12 @@ export class SqliteStore implements Store {
     if (batch === undefined || batch.length === 0) return;
     const now = performance.now();
     if (now - this.#window.start > DUTY_WINDOW_MS) this.#window = { start: now, busy: 0 };
-    const here = this.#inThread === 0 && batch.length <= HERE_LIMIT && this.#window.busy <= DUTY_LIMIT * DUTY_WINDOW_MS;
-    if (here) {
+    let creates = 0;
+    for (const q of batch) if (q.job.op === 'put') creates++;
+    const loaded =
+      creates > HERE_LIMIT || batch.length > BATCH_LIMIT || this.#window.busy > DUTY_LIMIT * DUTY_WINDOW_MS;
+    if (loaded) this.#loadedAt = now;
+    if (this.#inThread === 0 && now - this.#loadedAt > DUTY_WINDOW_MS) {
       const answer = this.#here.run(batch.map((q) => q.job));
       this.#window.busy += performance.now() - now;
       const busy = answer.unrun === true && answer.replies.some((r) => 'error' in r && r.error.code === 'SQLITE_BUSY');
@@ -191,6 +200,7 @@ export class SqliteStore implements Store {
         return;
       }
       // Another connection (another process) holds the write lock: the thread waits for it, not this one.
+      this.#loadedAt = performance.now();
     }
     this.#threaded = true;
     for (const q of batch) {

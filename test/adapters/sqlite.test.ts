@@ -279,14 +279,14 @@ describe('sqlite store: where calls run', () => {
     expect((await restore(store, 'resume/a')).state).toEqual({ n: 10 });
   });
 
-  it('sends a turn of more than 64 writes to the thread, and later ones back to the main thread; results and order hold', async () => {
+  it('sends a turn of more than 4 creates to the thread, and writes after the load back to the main thread; results and order hold', async () => {
     const store = await freshStore();
     // On the main thread: one at a time.
     for (let i = 0; i < 3; i++) expect(await store.putIfAbsent(`move/${i}`, bytes(`here ${i}`))).toBe(true);
     await store.delete('move/2');
     expect(store.threaded).toBe(false);
     expect(store.stats().threadTransactions).toBe(0);
-    // 70 in one turn: they go to the thread, in one transaction, each with its own result.
+    // 70 in one turn (many streams committing): they go to the thread, in one transaction, each with its own result.
     const tx = store.stats().transactions;
     const results = await Promise.all([
       store.putIfAbsent('move/00', bytes('again')),
@@ -298,7 +298,8 @@ describe('sqlite store: where calls run', () => {
     expect(results).toEqual([true, true, ...Array.from({ length: 67 }, () => true), undefined]);
     expect(store.stats().transactions - tx).toBe(1);
     expect(store.stats().threadTransactions).toBe(1);
-    // The load gone, a lone write runs on the main thread again, after the thread's (it reads them).
+    // The load gone (no more for 200 ms), a lone write runs on the main thread again, after the thread's.
+    await new Promise((r) => setTimeout(r, 250));
     expect(await store.putIfAbsent('move/1', bytes('here again 1'))).toBe(true);
     expect(await store.putIfAbsent('move/2', bytes('no'))).toBe(false);
     expect(store.stats().threadTransactions).toBe(1);
@@ -313,6 +314,20 @@ describe('sqlite store: where calls run', () => {
     expect((await readdir(path.dirname(store.path))).sort()).toEqual(['store.db']);
     await expect(store.get('move/0')).rejects.toMatchObject({ code: 'STORAGE' });
     await expect(store.list('move/')).rejects.toMatchObject({ code: 'STORAGE' });
+  });
+
+  it('keeps a turn of deletes (a retention sweep) and one create on the main thread', async () => {
+    const store = await freshStore();
+    for (let i = 0; i < 20; i++) await store.putIfAbsent(`sweep/${String(i).padStart(2, '0')}`, bytes(`${i}`));
+    const tx = store.stats().transactions;
+    await Promise.all([
+      ...Array.from({ length: 19 }, (_, i) => store.delete(`sweep/${String(i).padStart(2, '0')}`)),
+      store.putIfAbsent('sweep/new', bytes('new')),
+    ]);
+    expect(store.stats().transactions - tx).toBe(1);
+    expect(store.stats().threadTransactions).toBe(0);
+    expect(store.threaded).toBe(false);
+    expect(await store.list('sweep/')).toEqual(['sweep/19', 'sweep/new']);
   });
 
   it('keeps writes called while others are on the thread in call order (none overtakes on the main thread)', async () => {
@@ -331,14 +346,14 @@ describe('sqlite store: where calls run', () => {
   });
 
   it('runs a write called before close(), on either side, and refuses one called after', async () => {
-    for (const many of [1, 70]) {
+    for (const many of [1, 5]) {
       const store = await freshStore();
       const before = Array.from({ length: many }, (_, i) => store.putIfAbsent(`close/${i}`, bytes(`${i}`)));
       const closing = store.close();
       await expect(store.putIfAbsent('close/late', bytes('late'))).rejects.toMatchObject({ code: 'STORAGE' });
       expect(await Promise.all(before)).toEqual(before.map(() => true));
       await closing;
-      expect(store.threaded).toBe(many > 64);
+      expect(store.threaded).toBe(many > 4);
       const again = new SqliteStore({ path: store.path });
       stores.push(again);
       expect((await again.list('close/')).length).toBe(many);
