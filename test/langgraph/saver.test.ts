@@ -165,7 +165,14 @@ describe('StatefoldSaver', () => {
       content: '',
       tool_calls: [{ id: 'tc', name: 'read_file', args: { path: 'a.txt', lines: [1, 2] } }],
     });
-    const when = { at: new Date(0) }; // a Date: what serialization makes of it is not in its own properties
+    // A Date and a getter: what serialization makes of them is not in own properties (always serialized).
+    let n = 1;
+    const when = { at: new Date(0) };
+    const computed = {
+      get n() {
+        return n;
+      },
+    };
     const meta = { source: 'loop' as const, step: 0, parents: {} };
     const ids = [1, 2, 3, 4, 5].map((n) => uuid6(n));
     const put = async (i: number, messages: unknown[]) => {
@@ -178,17 +185,18 @@ describe('StatefoldSaver', () => {
       );
       return dumped - 1; // (one for the metadata)
     };
-    expect(await put(0, [question, call, when])).toBe(3);
-    // The same objects again, one new: only the new one (and the Date's holder, always) is serialized.
+    expect(await put(0, [question, call, when, computed])).toBe(4);
+    // The same objects again, one new: only the new one (and the Date's and the getter's holders, always) is serialized.
     const result = new ToolMessage({ id: 'r', content: 'line 1', tool_call_id: 'tc' });
-    expect(await put(1, [question, call, when, result])).toBe(2);
+    expect(await put(1, [question, call, when, computed, result])).toBe(3);
     // Changed in place, deep inside: serialized again.
     (call.tool_calls![0]!.args as { lines: number[] }).lines.push(3);
-    expect(await put(2, [question, call, when, result])).toBe(2);
+    expect(await put(2, [question, call, when, computed, result])).toBe(3);
     // A field added in place, and a Date changed in place.
     (result as unknown as Record<string, unknown>).extra = 'x';
     when.at.setTime(1000);
-    expect(await put(3, [question, call, when, result])).toBe(2);
+    n = 2;
+    expect(await put(3, [question, call, when, computed, result])).toBe(3);
     const fresh = new StatefoldSaver({ store: saver.store });
     const messagesAt = async (i: number) =>
       (await fresh.getTuple(cfg('t', ids[i])))!.checkpoint.channel_values.messages as unknown[];
@@ -198,10 +206,10 @@ describe('StatefoldSaver', () => {
     };
     expect(((await messagesAt(1))[1] as AIMessage).tool_calls![0]!.args).toEqual({ path: 'a.txt', lines: [1, 2] });
     expect(((await messagesAt(2))[1] as AIMessage).tool_calls![0]!.args).toEqual({ path: 'a.txt', lines: [1, 2, 3] });
-    expect((await messagesAt(2))[2]).toEqual({ at: new Date(0).toISOString() });
-    expect((await messagesAt(3))[2]).toEqual({ at: new Date(1000).toISOString() });
+    expect((await messagesAt(2)).slice(2, 4)).toEqual([{ at: new Date(0).toISOString() }, { n: 1 }]);
+    expect((await messagesAt(3)).slice(2, 4)).toEqual([{ at: new Date(1000).toISOString() }, { n: 2 }]);
     // Each read back serializes as the list did when it was put.
-    expect(await serialized(await messagesAt(3))).toBe(await serialized([question, call, when, result]));
+    expect(await serialized(await messagesAt(3))).toBe(await serialized([question, call, when, computed, result]));
   });
 
   it('runs an effect once per thread, across savers', async () => {
