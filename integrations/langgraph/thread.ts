@@ -38,6 +38,8 @@ export type Next = (head: Head | undefined, committed: Head | undefined) => Prom
 
 interface Queued {
   next: Next;
+  /** The last write of its batch (a step's put): the commit starts without waiting for the turn's end. */
+  last: boolean;
   resolve(): void;
   reject(err: unknown): void;
   settled: boolean;
@@ -53,6 +55,8 @@ export class Thread extends ThreadLocator {
   #busy = 0;
   /** The batch of writes a write called now joins: queued, its commit not started. */
   #batch: Queued[] | undefined;
+  /** Starts the waiting batch's commit now, instead of at the turn's end. */
+  #go: (() => void) | undefined;
 
   constructor(
     stream: string,
@@ -99,11 +103,12 @@ export class Thread extends ThreadLocator {
    * write not yet durable is asked again from the newest state then committed, so it builds on
    * what is there. See docs/langgraph.md, One commit per step.
    */
-  write(next: Next): Promise<void> {
+  write(next: Next, options?: { last?: boolean }): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const op: Queued = { next, resolve, reject, settled: false };
+      const op: Queued = { next, last: options?.last === true, resolve, reject, settled: false };
       if (this.#batch !== undefined) {
         this.#batch.push(op);
+        if (op.last) this.#go?.();
         return;
       }
       const batch = [op];
@@ -113,8 +118,19 @@ export class Thread extends ThreadLocator {
   }
 
   async #commitBatch(batch: Queued[]): Promise<void> {
-    // Writes called later in this turn (LangGraph's put right after a step's putWrites) join the batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // Writes called later in this turn (LangGraph's put right after a step's putWrites) join the
+    // batch; a put ends it (LangGraph writes nothing more for the step), so the commit starts then,
+    // not after whatever else the turn does.
+    if (!batch.some((op) => op.last)) {
+      await new Promise<void>((resolve) => {
+        const timer = setImmediate(resolve);
+        this.#go = () => {
+          clearImmediate(timer);
+          resolve();
+        };
+      });
+      this.#go = undefined;
+    }
     const settle = (ops: Queued[], err?: unknown) => {
       for (const op of ops) {
         if (op.settled) continue;
