@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MemoryStore, SnapshotEngine, StatefoldError, gc, listCheckpoints, restore, type Store } from 'statefold';
 import { HookStore } from '../support/hook-store.js';
 
@@ -388,6 +388,39 @@ describe('errors: one boundary for capture and for store calls', () => {
     await expect(SnapshotEngine.open({ store: inner, stream: 't', storeTimeoutMs: 0 })).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     });
+  });
+
+  it('arms no TIMEOUT timer for a store that answers in process, and still times out one that answers late', async () => {
+    const inner = new MemoryStore();
+    const seed = await SnapshotEngine.open({ store: inner, stream: 'q' });
+    await seed.checkpoint({ a: 1 });
+    await seed.close();
+    const spy = vi.spyOn(globalThis, 'setTimeout');
+    try {
+      // Answered within a few microtask turns: nothing can hang, so no timer (one costs ~0.3 ms in a fresh process).
+      expect((await restore(inner, 'q', { storeTimeoutMs: 50 })).state).toEqual({ a: 1 });
+      expect(spy).not.toHaveBeenCalled();
+      // Still pending after many microtask turns, then never settling: the timer is armed, TIMEOUT as before.
+      let turns = 0;
+      const late = new HookStore(inner, async (op) => {
+        if (op !== 'list') return;
+        while (turns++ < 50) await undefined;
+        await new Promise<void>(() => undefined);
+      });
+      await expect(restore(late, 'q', { storeTimeoutMs: 50 })).rejects.toMatchObject({
+        code: 'TIMEOUT',
+        message: expect.stringMatching(/^list .*within 50 ms/),
+      });
+      expect(turns).toBeGreaterThan(50);
+      // Answering after those turns is no failure: the timer is cleared.
+      const slow = new HookStore(inner, async () => {
+        for (let i = 0; i < 50; i++) await undefined;
+        await sleep(5);
+      });
+      expect((await restore(slow, 'q', { storeTimeoutMs: 1_000 })).state).toEqual({ a: 1 });
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('keeps a storeTimeoutMs longer than 2^31-1 ms: with 30 days, calls that take 25 ms succeed', async () => {
