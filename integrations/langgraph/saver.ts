@@ -194,50 +194,45 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const id = idOf(checkpoint?.id, 'put', 'checkpoint.id')!;
     const md = await toPlain(this.serde, metadata);
     const t = this.#thread(thread, ns);
-    await t.write(
-      async (head, committed) => {
-        const headId = head?.state.cp?.id;
-        const max = head?.meta.max ?? null;
-        const reput = max !== null && id <= max && id !== headId;
-        // Committed with the writes pending before it only as a child of the checkpoint they add to,
-        // put after it (the lookups the other cases make read the store, which lacks what is pending).
-        const pending = head !== committed;
-        if (pending && (head?.meta !== committed?.meta || parent !== (headId ?? null) || reput || id === headId))
-          return AFTER_COMMIT;
-        const cp: StoredCheckpoint = {
-          v: checkpoint.v,
-          id,
-          ts: checkpoint.ts,
-          channel_values: await this.#values(t, checkpoint, newVersions ?? {}, head, parent),
-          channel_versions: { ...checkpoint.channel_versions },
-          versions_seen: structuredClone(checkpoint.versions_seen),
-        };
-        // Waiting writes for ids below this one are orphans: LangGraph puts a run's checkpoints in id
-        // order, so theirs would have come first (a run killed between its writes and its put).
-        const writes: Record<string, Writes> = {};
-        for (const [key, w] of Object.entries(head?.state.writes ?? {}))
-          if (key >= id && key !== headId) writes[key] = w;
-        if (headId === id && head?.state.writes[id] !== undefined) writes[id] = head.state.writes[id];
-        // The parent's writes not committed yet go with this seq, marked so that lookups of the parent find them.
-        const carried =
-          pending && headId !== undefined && head!.state.writes[headId] !== committed!.state.writes[headId];
-        if (carried) writes[headId] = head!.state.writes[headId]!;
-        if (reput) {
-          // A checkpoint put again after others: its writes stay with it.
-          const at = await t.locate(id, entryOf(head));
-          const stored = at === undefined ? undefined : await t.keptStateAt(at);
-          const storedWrites = stored === undefined ? undefined : await t.writesAt(id, at!, stored, entryOf(head));
-          if (storedWrites !== undefined) writes[id] = { ...storedWrites, ...writes[id] };
-        }
-        const state: ThreadState = { cp, parent, writes };
-        // Put again onto its own re-commit, it stays a re-commit (lookups by id rely on the mark).
-        const rev = reput || (id === headId && head?.meta.rev === true);
-        const meta = nextMeta(head, { id, parent, md, rev });
-        if (carried) meta.pw = true;
-        return { state, meta };
-      },
-      { last: true },
-    );
+    await t.writeLast(async (head, committed) => {
+      const headId = head?.state.cp?.id;
+      const max = head?.meta.max ?? null;
+      const reput = max !== null && id <= max && id !== headId;
+      // Committed with the writes pending before it only as a child of the checkpoint they add to,
+      // put after it (the lookups the other cases make read the store, which lacks what is pending).
+      const pending = head !== committed;
+      if (pending && (head?.meta !== committed?.meta || parent !== (headId ?? null) || reput || id === headId))
+        return AFTER_COMMIT;
+      const cp: StoredCheckpoint = {
+        v: checkpoint.v,
+        id,
+        ts: checkpoint.ts,
+        channel_values: await this.#values(t, checkpoint, newVersions ?? {}, head, parent),
+        channel_versions: { ...checkpoint.channel_versions },
+        versions_seen: structuredClone(checkpoint.versions_seen),
+      };
+      // Waiting writes for ids below this one are orphans: LangGraph puts a run's checkpoints in id
+      // order, so theirs would have come first (a run killed between its writes and its put).
+      const writes: Record<string, Writes> = {};
+      for (const [key, w] of Object.entries(head?.state.writes ?? {})) if (key >= id && key !== headId) writes[key] = w;
+      if (headId === id && head?.state.writes[id] !== undefined) writes[id] = head.state.writes[id];
+      // The parent's writes not committed yet go with this seq, marked so that lookups of the parent find them.
+      const carried = pending && headId !== undefined && head!.state.writes[headId] !== committed!.state.writes[headId];
+      if (carried) writes[headId] = head!.state.writes[headId]!;
+      if (reput) {
+        // A checkpoint put again after others: its writes stay with it.
+        const at = await t.locate(id, entryOf(head));
+        const stored = at === undefined ? undefined : await t.keptStateAt(at);
+        const storedWrites = stored === undefined ? undefined : await t.writesAt(id, at!, stored, entryOf(head));
+        if (storedWrites !== undefined) writes[id] = { ...storedWrites, ...writes[id] };
+      }
+      const state: ThreadState = { cp, parent, writes };
+      // Put again onto its own re-commit, it stays a re-commit (lookups by id rely on the mark).
+      const rev = reput || (id === headId && head?.meta.rev === true);
+      const meta = nextMeta(head, { id, parent, md, rev });
+      if (carried) meta.pw = true;
+      return { state, meta };
+    });
     return { configurable: { thread_id: thread, checkpoint_ns: ns, checkpoint_id: id } };
   }
 

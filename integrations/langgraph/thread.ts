@@ -117,6 +117,11 @@ export class Thread extends ThreadLocator {
     });
   }
 
+  /** `write` of the last write of a batch (a step's put): the batch's commit starts once it joins. */
+  writeLast(next: Next): Promise<void> {
+    return this.write(next, { last: true });
+  }
+
   async #commitBatch(batch: Queued[]): Promise<void> {
     // Writes called later in this turn (LangGraph's put right after a step's putWrites) join the
     // batch; a put ends it (LangGraph writes nothing more for the step), so the commit starts then,
