@@ -74,13 +74,12 @@ interface Queued {
  * - Writes run on the main thread too while the load is light, so that a process that resumes a
  *   stream or an agent that commits now and then starts no thread (starting one costs tens of
  *   milliseconds); the main thread then waits for each commit's fsync, as SqliteSaver does. Writes
- *   go to a writer thread of the store's own (started the first time) instead for 200 ms after a
- *   turn brings more than 4 creates (many streams committing) or 64 writes, or after commits took
- *   more than half of the main thread's time over 200 ms; and when another process holds the
- *   write lock, or writes sent there are not answered yet: the fsyncs and the waits leave the main
- *   thread, and what arrives while one runs joins the next transaction. When the load drops,
- *   writes run on the main thread again. A write goes to the main thread only when none is on the
- *   thread, so transactions keep the order of the calls.
+ *   go to a writer thread of the store's own (started the first time) instead once a turn brings
+ *   more than 4 creates (many streams committing) or 64 writes, or commits took more than half of
+ *   the main thread's time over 200 ms, or another process holds the write lock; they stay there
+ *   until the thread has had no write for 200 ms: the fsyncs and the waits leave the main thread,
+ *   and what arrives while one runs joins the next transaction. A write goes to the main thread
+ *   only when none is on the thread, so transactions keep the order of the calls.
  * `putIfAbsent` is an insert of a unique key in that transaction: atomic,
  * create-if-absent across every process that opens the file (SQLite's write lock orders them).
  * A file that is not a database, is cut short or damaged rejects CORRUPT naming the path.
@@ -110,7 +109,7 @@ export class SqliteStore implements Store {
   #closed = false;
   /** The current duty window: when it started, and the ms spent committing on the main thread in it. */
   #window = { start: 0, busy: 0 };
-  /** When the load last sent writes to the thread (ms): they stay there for a window after it. */
+  /** When writes were last sent to the thread (ms): later ones go there too until a window has passed. */
   #loadedAt = -Infinity;
 
   constructor(options: SqliteStoreOptions) {
@@ -185,8 +184,7 @@ export class SqliteStore implements Store {
     for (const q of batch) if (q.job.op === 'put') creates++;
     const loaded =
       creates > HERE_LIMIT || batch.length > BATCH_LIMIT || this.#window.busy > DUTY_LIMIT * DUTY_WINDOW_MS;
-    if (loaded) this.#loadedAt = now;
-    if (this.#inThread === 0 && now - this.#loadedAt > DUTY_WINDOW_MS) {
+    if (!loaded && this.#inThread === 0 && now - this.#loadedAt > DUTY_WINDOW_MS) {
       const answer = this.#here.run(batch.map((q) => q.job));
       this.#window.busy += performance.now() - now;
       const busy = answer.unrun === true && answer.replies.some((r) => 'error' in r && r.error.code === 'SQLITE_BUSY');
@@ -200,8 +198,9 @@ export class SqliteStore implements Store {
         return;
       }
       // Another connection (another process) holds the write lock: the thread waits for it, not this one.
-      this.#loadedAt = performance.now();
     }
+    // On the thread, writes stay there until it has had none for a window.
+    this.#loadedAt = performance.now();
     this.#threaded = true;
     for (const q of batch) {
       const body = q.job.op === 'put' ? q.job.body : undefined;
