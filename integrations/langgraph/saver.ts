@@ -125,12 +125,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     /** An entry already read: the newest, or the one after `seq`. */
     newest?: Entry,
   ): Promise<CheckpointTuple | undefined> {
-    const meta = known ?? (await t.metaAt(seq))?.meta;
-    const state = meta?.id === id ? await t.keptStateAt(seq) : undefined;
-    if (state === undefined) return undefined;
-    const writes = await t.writesAt(id, seq, state, newest);
-    const withWrites = writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } };
-    return this.#tuple(t, withWrites, meta!);
+    const at = await t.checkpointAt(id, seq, known, newest);
+    return at === undefined ? undefined : this.#tuple(t, at.state, at.meta);
   }
 
   #tuple(t: Thread, state: ThreadState, meta: ThreadMeta): Promise<CheckpointTuple> {

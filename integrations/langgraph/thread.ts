@@ -267,17 +267,57 @@ export class Thread extends ThreadLocator {
   }
 
   /**
+   * Checkpoint `id` at `seq`: the state there with the checkpoint's own writes, and its meta;
+   * undefined when that seq no longer holds it (deleted since it was located). `known` is its meta
+   * when already read; `newest`, an entry already read (the newest, or the one after `seq`).
+   * What it needs is read together, not one after the other: the state, the meta when not known,
+   * and the entry after `seq` that says where the writes are, with those writes when it is known.
+   */
+  async checkpointAt(
+    id: string,
+    seq: number,
+    known?: ThreadMeta,
+    newest?: Entry,
+  ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
+    const after = newest?.seq === seq || newest?.seq === seq + 1 ? newest : this.metaAt(seq + 1);
+    const stateRead = this.keptStateAt(seq);
+    const carried = after instanceof Promise ? undefined : this.carriedWrites(id, seq, after);
+    // (Each is unused when the seq no longer holds the checkpoint.)
+    for (const read of [after, stateRead, carried]) if (read instanceof Promise) read.catch(() => undefined);
+    const meta = known ?? (await this.metaAt(seq))?.meta;
+    const state = await stateRead;
+    if (state === undefined || meta?.id !== id) return undefined;
+    const writes = await this.writesAt(id, seq, state, await after, carried);
+    return {
+      state: writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } },
+      meta,
+    };
+  }
+
+  /**
    * The pending writes of checkpoint `id`, which `seq` (holding `state`) holds: at the next seq
    * when that was committed with them (a step's putWrites and put in one commit), else at `seq`.
-   * `known`, an entry already read (the newest, or the one after `seq`), saves reading the next seq's meta.
+   * `known`, an entry already read (the newest, or the one after `seq`), saves reading the next
+   * seq's meta; `carried`, what `carriedWrites` started for it, reading its state again.
    */
-  async writesAt(id: string, seq: number, state: ThreadState, known?: Entry): Promise<Writes | undefined> {
+  async writesAt(
+    id: string,
+    seq: number,
+    state: ThreadState,
+    known?: Entry,
+    carried?: Promise<Writes | undefined>,
+  ): Promise<Writes | undefined> {
     if (known?.seq === seq) return state.writes[id]; // (the newest: nothing after it)
     const after = known?.seq === seq + 1 ? known : await this.metaAt(seq + 1);
-    if (after?.meta.pw === true && after.meta.parent === id) {
-      const carried = (await this.keptStateAt(seq + 1))?.writes[id];
-      if (carried !== undefined) return carried;
-    }
-    return state.writes[id];
+    return (await (carried ?? this.carriedWrites(id, seq, after))) ?? state.writes[id];
+  }
+
+  /**
+   * The writes of checkpoint `id` (at `seq`) that the seq after it holds, `after` being that seq's
+   * entry: undefined when it was not committed with them (or is gone).
+   */
+  async carriedWrites(id: string, seq: number, after: Entry | undefined): Promise<Writes | undefined> {
+    if (after?.seq !== seq + 1 || after.meta.pw !== true || after.meta.parent !== id) return undefined;
+    return (await this.keptStateAt(seq + 1))?.writes[id];
   }
 }
