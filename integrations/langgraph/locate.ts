@@ -104,9 +104,9 @@ export class ThreadLocator {
     // The seqs after the first are read a round at a time (a checkpoint's run is short: its writes,
     // its effects); metas the search read answer first, without a round.
     walk: for (let from = lo; from <= newest.seq;) {
-      const known = probed.has(from);
-      const seqs = known ? [from] : Array.from({ length: Math.min(PROBES, newest.seq - from + 1) }, (_, i) => from + i);
-      const entries = known ? [probed.get(from)] : await this.#metas(seqs, probed);
+      const seen = probed.has(from);
+      const seqs = seen ? [from] : Array.from({ length: Math.min(PROBES, newest.seq - from + 1) }, (_, i) => from + i);
+      const entries = seen ? [probed.get(from)] : await this.#metas(seqs, probed);
       for (const [i, entry] of entries.entries()) {
         const seq = seqs[i]!;
         if (entry === undefined) break walk;
@@ -121,6 +121,11 @@ export class ThreadLocator {
     if (found === undefined) return this.#scan(id, newest.seq);
     this.seqs.set(id, { seq: found, sealed });
     return found;
+  }
+
+  /** Whether a lookup of `id` searches the stream (this process has not seen a seq holding it). */
+  searches(id: string): boolean {
+    return !this.seqs.has(id);
   }
 
   /** The metas at `seqs`, read in one round (those in `probed` are not read again; what is read is added to it). */

@@ -39,10 +39,10 @@ describe('StatefoldSaver reads from a new saver', () => {
     const expected = new Map<string, unknown>();
     for (const id of ids) expected.set(id, (await writer.getTuple(cfg('t', id)))?.pendingWrites);
     await writer.close();
-    const read = async (id?: string) => {
+    const read = async (id?: string, reader = new StatefoldSaver({ store: counted.store })) => {
       counted.reset();
-      const tuple = await new StatefoldSaver({ store: counted.store }).getTuple(cfg('t', id));
-      return { tuple, rounds: counted.rounds };
+      const tuple = await reader.getTuple(cfg('t', id));
+      return { tuple, rounds: counted.rounds, calls: counted.calls };
     };
     const newest = ids[ids.length - 1]!;
     const latest = await read();
@@ -57,6 +57,15 @@ describe('StatefoldSaver reads from a new saver', () => {
       if (process.env.ROUNDS_LOG) console.log(back, rounds, counted.calls);
       expect(rounds, `${back} back`).toBeLessThanOrEqual(ROUNDS);
     }
+    // Read again from the same saver, a checkpoint it found is not searched for: no meta between
+    // the newest and it is read, nor the oldest seq (which only bounds a search).
+    const reader = new StatefoldSaver({ store: counted.store });
+    const id = ids[ids.length - 101]!;
+    const first = await read(id, reader);
+    const again = await read(id, reader);
+    expect(again.tuple).toEqual(first.tuple);
+    expect(again.rounds).toBeLessThan(first.rounds);
+    expect(again.calls).toBeLessThanOrEqual(first.calls - 20);
   });
 
   it('finds each checkpoint retention kept, and none it deleted, from a new saver', async () => {
