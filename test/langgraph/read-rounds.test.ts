@@ -29,7 +29,7 @@ async function run(saver: StatefoldSaver, steps: number): Promise<string[]> {
 }
 
 /** Dependent store rounds for a checkpoint 1 to 100 back of 120 (the lookup, then its state and writes together). */
-const ROUNDS = 10;
+const ROUNDS = 9;
 
 describe('StatefoldSaver reads from a new saver', () => {
   it('finds the latest and an old checkpoint, with its writes, in few dependent store rounds', async () => {
