@@ -271,7 +271,7 @@ export class Thread extends ThreadLocator {
    * undefined when that seq no longer holds it (deleted since it was located). `known` is its meta
    * when already read; `newest`, an entry already read (the newest, or the one after `seq`).
    * What it needs is read together, not one after the other: the state, the meta when not known,
-   * and the entry after `seq` that says where the writes are, with those writes when it is known.
+   * and the entry after `seq` that says where the writes are, then those writes when it holds them.
    */
   async checkpointAt(
     id: string,
@@ -281,7 +281,8 @@ export class Thread extends ThreadLocator {
   ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
     const after = newest?.seq === seq || newest?.seq === seq + 1 ? newest : this.metaAt(seq + 1);
     const stateRead = this.keptStateAt(seq);
-    const carried = after instanceof Promise ? undefined : this.carriedWrites(id, seq, after);
+    // (As soon as the entry after is known: beside the state, not after it.)
+    const carried = Promise.resolve(after).then((entry) => this.carriedWrites(id, seq, entry));
     // (Each is unused when the seq no longer holds the checkpoint.)
     for (const read of [after, stateRead, carried]) if (read instanceof Promise) read.catch(() => undefined);
     const meta = known ?? (await this.metaAt(seq))?.meta;
