@@ -247,19 +247,28 @@ export class Thread extends ThreadLocator {
 
   /** The state at `seq`: this process's engine's when it committed it, else restored from the store. */
   async stateAt(seq: number): Promise<ThreadState> {
-    const engine = this.#engine;
-    if (engine !== undefined && !engine.fenced && engine.seq === seq && engine.pending === 0) {
-      const state = engine.state;
-      if (state !== undefined) return state;
-    }
-    const restored = await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
-    return restored.state;
+    return (await this.#at(seq)).state;
   }
 
   /** The state at `seq`, or undefined when it is no longer stored (retention deleted it since it was located). */
   async keptStateAt(seq: number): Promise<ThreadState | undefined> {
+    return (await this.#keptAt(seq))?.state;
+  }
+
+  /** The state at `seq` with the meta stored with it (as given, not checked), as stateAt reads them. */
+  async #at(seq: number): Promise<{ state: ThreadState; meta: unknown }> {
+    const engine = this.#engine;
+    if (engine !== undefined && !engine.fenced && engine.seq === seq && engine.pending === 0) {
+      const state = engine.state;
+      if (state !== undefined) return { state, meta: engine.meta };
+    }
+    const restored = await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
+    return { state: restored.state, meta: restored.meta };
+  }
+
+  async #keptAt(seq: number): Promise<{ state: ThreadState; meta: unknown } | undefined> {
     try {
-      return await this.stateAt(seq);
+      return await this.#at(seq);
     } catch (err) {
       if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
       throw err;
@@ -270,8 +279,8 @@ export class Thread extends ThreadLocator {
    * Checkpoint `id` at `seq`: the state there with the checkpoint's own writes, and its meta;
    * undefined when that seq no longer holds it (deleted since it was located). `known` is its meta
    * when already read; `newest`, an entry already read (the newest, or the one after `seq`).
-   * What it needs is read together, not one after the other: the state, the meta when not known,
-   * and the entry after `seq` that says where the writes are, then those writes when it holds them.
+   * What it needs is read together, not one after the other: the state (with its meta), and the
+   * entry after `seq` that says where the writes are, then those writes when it holds them.
    */
   async checkpointAt(
     id: string,
@@ -280,14 +289,17 @@ export class Thread extends ThreadLocator {
     newest?: Entry,
   ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
     const after = newest?.seq === seq || newest?.seq === seq + 1 ? newest : this.metaAt(seq + 1);
-    const stateRead = this.keptStateAt(seq);
+    const stateRead = this.#keptAt(seq);
     // (As soon as the entry after is known: beside the state, not after it.)
     const carried = Promise.resolve(after).then((entry) => this.carriedWrites(id, seq, entry));
     // (Each is unused when the seq no longer holds the checkpoint.)
-    for (const read of [after, stateRead, carried]) if (read instanceof Promise) read.catch(() => undefined);
-    const meta = known ?? (await this.metaAt(seq))?.meta;
-    const state = await stateRead;
-    if (state === undefined || meta?.id !== id) return undefined;
+    for (const read of [after, carried]) if (read instanceof Promise) read.catch(() => undefined);
+    const at = await stateRead;
+    if (at === undefined) return undefined;
+    // (The meta, when not known, is the one restored with the state: not read on its own.)
+    const meta = known ?? threadMeta(at.meta, this.stream, seq);
+    const { state } = at;
+    if (meta.id !== id) return undefined;
     const writes = await this.writesAt(id, seq, state, await after, carried);
     return {
       state: writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } },

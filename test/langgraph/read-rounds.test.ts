@@ -67,6 +67,8 @@ describe('StatefoldSaver reads from a new saver', () => {
     // The newest (3 rounds), then its state and the next seq's, for its writes, together (3).
     expect(again.rounds).toBeLessThanOrEqual(6);
     expect(again.calls).toBeLessThanOrEqual(first.calls - 20);
+    // (And its meta is the one restored with its state, not read again on its own.)
+    expect(again.calls).toBeLessThanOrEqual(12);
   });
 
   it('finds each checkpoint retention kept, and none it deleted, from a new saver', async () => {
