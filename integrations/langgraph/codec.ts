@@ -195,9 +195,14 @@ async function revive(serde: SerializerProtocol, value: unknown): Promise<unknow
     }
     const record = v as Record<string, unknown>;
     if (Object.hasOwn(record, 'lc') || Object.hasOwn(record, '__proto__')) {
-      const text = JSON.stringify(record);
-      const plainInside = isLangChainObject(record) && !Object.values(record).some(hasRecord);
-      const revived = plainInside ? load(text) : serde.loadsTyped('json', text);
+      // A LangChain object is revived after what is inside it: with no record inside, it is
+      // loaded from its JSON as it is; an undefined value inside (a ToolMessage's artifact) is
+      // revived to undefined first, which its JSON then leaves out (or writes null in an array).
+      const inside = isLangChainObject(record) ? recordsIn(Object.values(record)) : OTHER;
+      const revived =
+        inside === OTHER
+          ? serde.loadsTyped('json', JSON.stringify(record))
+          : load(inside === NONE ? JSON.stringify(record) : JSON.stringify(record, undefinedRecordsOut));
       pending.push(revived.then((r: unknown) => void ((at as Record<string | number, unknown>)[key] = r)));
       return undefined;
     }
@@ -216,12 +221,39 @@ function isLangChainObject(record: Record<string, unknown>): boolean {
   return record.lc === 1 && record.type === 'constructor' && Array.isArray(record.id);
 }
 
-/** Whether `v` holds an object with an `lc` or `__proto__` key (one JsonPlusSerializer's reviver may treat as a record). */
-function hasRecord(v: unknown): boolean {
-  if (typeof v !== 'object' || v === null) return false;
-  if (Array.isArray(v)) return v.some(hasRecord);
-  if (Object.hasOwn(v, 'lc') || Object.hasOwn(v, '__proto__')) return true;
-  return Object.values(v).some(hasRecord);
+/** What `recordsIn` finds: no record; only records of an undefined value; another record. */
+const NONE = 0;
+const UNDEFINED = 1;
+const OTHER = 2;
+
+/**
+ * The records (objects with an `lc` or `__proto__` key, which JsonPlusSerializer's reviver may
+ * treat as records) `v` holds: NONE, UNDEFINED when each is `{ lc: 2, type: 'undefined' }` (any
+ * other keys holding no record), which the reviver makes undefined, else OTHER.
+ */
+function recordsIn(v: unknown): number {
+  if (typeof v !== 'object' || v === null) return NONE;
+  if (Array.isArray(v)) {
+    let found = NONE;
+    for (const item of v) if ((found = Math.max(found, recordsIn(item))) === OTHER) break;
+    return found;
+  }
+  const values = Object.values(v);
+  if (!Object.hasOwn(v, 'lc') && !Object.hasOwn(v, '__proto__')) return recordsIn(values);
+  return isUndefinedRecord(v) && recordsIn(values) === NONE ? UNDEFINED : OTHER;
+}
+
+/** JsonPlusSerializer's record of an undefined value (`isUndefinedRecord`, on a record without `__proto__`). */
+function isUndefinedRecord(v: object): boolean {
+  const r = v as Record<string, unknown>;
+  return r.lc === 2 && r.type === 'undefined' && !Object.hasOwn(r, '__proto__');
+}
+
+/** A JSON.stringify replacer that writes each record of an undefined value as undefined. */
+function undefinedRecordsOut(_key: string, value: unknown): unknown {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && isUndefinedRecord(value)
+    ? undefined
+    : value;
 }
 
 /** A checkpoint as LangGraph gives it back: values deserialized, everything else copied out of the (frozen) state. */

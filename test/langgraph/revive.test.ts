@@ -32,7 +32,14 @@ function tricky(): Record<string, unknown> {
         tool_calls: [{ id: 'call-1', name: 'read', args: { path: 'a.md', n: 2, deep: { x: [1, null] } } }],
       }),
       new ToolMessage({ id: 't1', tool_call_id: 'call-1', content: 'text', artifact: { bytes: 3 } }),
-      // A LangChain object with a record inside it: revived by the serializer as a whole.
+      // Undefined values inside a LangChain object (a ToolMessage without artifact): records of undefined.
+      new ToolMessage({ id: 't2', tool_call_id: 'call-1', content: 'no artifact' }),
+      new AIMessage({
+        id: 'a3',
+        content: 'u',
+        additional_kwargs: { list: [undefined, 1, { u: undefined }], nested: { u: undefined, v: 2 } },
+      }),
+      // A LangChain object with another record inside it: revived by the serializer as a whole.
       new AIMessage({ id: 'a2', content: 'x', additional_kwargs: { seen: new Set(['a', 'b']) } }),
     ],
     set: new Set([1, 2]),
@@ -91,10 +98,15 @@ describe('StatefoldSaver reviving stored values', () => {
       'HumanMessage',
       'AIMessage',
       'ToolMessage',
+      'ToolMessage',
+      'AIMessage',
       'AIMessage',
     ]);
-    // (The serializer revives the Set inside before loading the message, which writes it out as {}: so here too.)
-    expect((messages[3] as AIMessage).additional_kwargs.seen).toEqual({});
+    // (The serializer revives what is inside a message before loading it from its JSON: an
+    // undefined value is left out, or null in an array; a Set is written out as {}. So here too.)
+    expect((messages[3] as ToolMessage).artifact).toBeUndefined();
+    expect((messages[4] as AIMessage).additional_kwargs).toEqual({ list: [null, 1, {}], nested: { v: 2 } });
+    expect((messages[5] as AIMessage).additional_kwargs.seen).toEqual({});
     expect(Object.is(fast!.checkpoint.channel_values.negativeZero, 0)).toBe(true);
     expect(fast!.checkpoint.channel_values.set).toEqual(new Set([1, 2]));
     expect((fast!.checkpoint.channel_values.undef as object) ?? null).toEqual({ a: undefined, b: [undefined, 1] });
@@ -107,7 +119,7 @@ describe('StatefoldSaver reviving stored values', () => {
     (tuple!.checkpoint.channel_values.messages as unknown[]).pop();
     const again = await saver.getTuple({ configurable: { thread_id: 't', checkpoint_ns: '' } });
     expect(again!.checkpoint.channel_values.plain).toEqual({ a: { b: { c: [1, 'two', true, null] } } });
-    expect(again!.checkpoint.channel_values.messages).toHaveLength(4);
+    expect(again!.checkpoint.channel_values.messages).toHaveLength(6);
   });
 
   it('fails on a LangChain object it may not load, as the serializer does', async () => {
