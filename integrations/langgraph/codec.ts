@@ -12,6 +12,7 @@ import {
   type Checkpoint,
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
+import { load } from '@langchain/core/load';
 import { StatefoldError } from '../../engine/index.js';
 import { snapshotOf, unchanged, type Snap } from './items.js';
 
@@ -159,8 +160,105 @@ export async function channelToPlain(serde: SerializerProtocol, value: unknown, 
 
 /** The value `toPlain` serialized. */
 export function fromPlain(serde: SerializerProtocol, plain: Plain): Promise<unknown> {
-  if ('j' in plain) return serde.loadsTyped('json', JSON.stringify(plain.j));
+  if ('j' in plain)
+    return revivesPlain(serde) ? revive(serde, plain.j) : serde.loadsTyped('json', JSON.stringify(plain.j));
   return serde.loadsTyped(plain.t, plain.b);
+}
+
+/**
+ * Whether `serde` is LangGraph's JsonPlusSerializer as published (not a subclass, nothing
+ * overridden on the instance): then what its loadsTyped makes of a value's JSON text is known,
+ * and `revive` makes the same from the parsed value without the text.
+ */
+function revivesPlain(serde: SerializerProtocol): boolean {
+  const s = serde as unknown as { loadsTyped: unknown; _loads?: unknown };
+  return (
+    Object.getPrototypeOf(s) === JsonPlusSerializer.prototype && s.loadsTyped === LOADS_TYPED && s._loads === LOADS
+  );
+}
+
+const LOADS_TYPED = JsonPlusSerializer.prototype.loadsTyped;
+const LOADS: unknown = (JsonPlusSerializer.prototype as unknown as { _loads?: unknown })._loads;
+
+/**
+ * What `serde.loadsTyped('json', JSON.stringify(value))` gives, for a JsonPlusSerializer, without
+ * the JSON text of the whole value. Its reviver is compositional: it copies plain objects and
+ * arrays and revives their parts, and a LangChain object (`{ lc: 1, type: 'constructor', id,
+ * ... }`) with no other such record inside is `load(JSON.stringify(it))` from @langchain/core,
+ * which is what is called here. Any other object with an `lc` (or `__proto__`) key is a subtree
+ * given to loadsTyped as text, exactly as before.
+ */
+async function revive(serde: SerializerProtocol, value: unknown): Promise<unknown> {
+  const pending: Promise<void>[] = [];
+  // Copies `v`, to be stored at `at[key]`; a record is stored there once revived.
+  const copy = (v: unknown, at: Record<string, unknown> | unknown[], key: string | number): unknown => {
+    if (typeof v !== 'object' || v === null) return v === 0 ? 0 : v; // (-0 reads back as 0 from JSON text)
+    if (Array.isArray(v)) {
+      const out: unknown[] = new Array(v.length);
+      for (let i = 0; i < v.length; i++) out[i] = copy(v[i], out, i);
+      return out;
+    }
+    const record = v as Record<string, unknown>;
+    if (Object.hasOwn(record, 'lc') || Object.hasOwn(record, '__proto__')) {
+      // A LangChain object is revived after what is inside it: with no record inside, it is
+      // loaded from its JSON as it is; an undefined value inside (a ToolMessage's artifact) is
+      // revived to undefined first, which its JSON then leaves out (or writes null in an array).
+      const inside = isLangChainObject(record) ? recordsIn(Object.values(record)) : OTHER;
+      const revived =
+        inside === OTHER
+          ? serde.loadsTyped('json', JSON.stringify(record))
+          : load(inside === NONE ? JSON.stringify(record) : JSON.stringify(record, undefinedRecordsOut));
+      pending.push(revived.then((r: unknown) => void ((at as Record<string | number, unknown>)[key] = r)));
+      return undefined;
+    }
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(record)) out[k] = copy(record[k], out, k);
+    return out;
+  };
+  const root: Record<string, unknown> = {};
+  root.value = copy(value, root, 'value');
+  await Promise.all(pending);
+  return root.value;
+}
+
+/** A record JsonPlusSerializer gives to @langchain/core's load (`isLangChainSerializedObject`). */
+function isLangChainObject(record: Record<string, unknown>): boolean {
+  return record.lc === 1 && record.type === 'constructor' && Array.isArray(record.id);
+}
+
+/** What `recordsIn` finds: no record; only records of an undefined value; another record. */
+const NONE = 0;
+const UNDEFINED = 1;
+const OTHER = 2;
+
+/**
+ * The records (objects with an `lc` or `__proto__` key, which JsonPlusSerializer's reviver may
+ * treat as records) `v` holds: NONE, UNDEFINED when each is `{ lc: 2, type: 'undefined' }` (any
+ * other keys holding no record), which the reviver makes undefined, else OTHER.
+ */
+function recordsIn(v: unknown): number {
+  if (typeof v !== 'object' || v === null) return NONE;
+  if (Array.isArray(v)) {
+    let found = NONE;
+    for (const item of v) if ((found = Math.max(found, recordsIn(item))) === OTHER) break;
+    return found;
+  }
+  const values = Object.values(v);
+  if (!Object.hasOwn(v, 'lc') && !Object.hasOwn(v, '__proto__')) return recordsIn(values);
+  return isUndefinedRecord(v) && recordsIn(values) === NONE ? UNDEFINED : OTHER;
+}
+
+/** JsonPlusSerializer's record of an undefined value (`isUndefinedRecord`, on a record without `__proto__`). */
+function isUndefinedRecord(v: object): boolean {
+  const r = v as Record<string, unknown>;
+  return r.lc === 2 && r.type === 'undefined' && !Object.hasOwn(r, '__proto__');
+}
+
+/** A JSON.stringify replacer that writes each record of an undefined value as undefined. */
+function undefinedRecordsOut(_key: string, value: unknown): unknown {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && isUndefinedRecord(value)
+    ? undefined
+    : value;
 }
 
 /** A checkpoint as LangGraph gives it back: values deserialized, everything else copied out of the (frozen) state. */

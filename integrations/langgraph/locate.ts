@@ -101,10 +101,12 @@ export class ThreadLocator {
     if (lo === undefined) return this.#scan(id, newest.seq);
     let found: number | undefined;
     let sealed = false;
-    walk: for (let from = lo; from <= newest.seq; from += PROBES) {
-      // The seqs after the first are read a round at a time (a checkpoint's run is short: its writes, its effects).
-      const seqs = Array.from({ length: Math.min(PROBES, newest.seq - from + 1) }, (_, i) => from + i);
-      const entries = await this.#metas(seqs, probed);
+    // The seqs after the first are read a round at a time (a checkpoint's run is short: its writes,
+    // its effects); metas the search read answer first, without a round.
+    walk: for (let from = lo; from <= newest.seq;) {
+      const seen = probed.has(from);
+      const seqs = seen ? [from] : Array.from({ length: Math.min(PROBES, newest.seq - from + 1) }, (_, i) => from + i);
+      const entries = seen ? [probed.get(from)] : await this.#metas(seqs, probed);
       for (const [i, entry] of entries.entries()) {
         const seq = seqs[i]!;
         if (entry === undefined) break walk;
@@ -114,10 +116,16 @@ export class ThreadLocator {
         }
         found = seq;
       }
+      from += seqs.length;
     }
     if (found === undefined) return this.#scan(id, newest.seq);
     this.seqs.set(id, { seq: found, sealed });
     return found;
+  }
+
+  /** Whether a lookup of `id` searches the stream (this process has not seen a seq holding it). */
+  searches(id: string): boolean {
+    return !this.seqs.has(id);
   }
 
   /** The metas at `seqs`, read in one round (those in `probed` are not read again; what is read is added to it). */
@@ -143,28 +151,44 @@ export class ThreadLocator {
     newest: number,
     probed: Map<number, Entry>,
     oldestRead: Promise<Entry | undefined> = this.oldest(),
+    /** Whether the first round waits for the oldest seq (else only when it can matter, checked at the end). */
+    wait = false,
   ): Promise<number | undefined> {
     // The oldest retained seq is looked up during the first round, not before it: seqs below it
-    // (deleted by retention) read as missing there, and lie below the answer.
+    // (deleted by retention) read as missing there, and lie below the answer. Unless told to, the
+    // first round waits for it only when a probe is missing or the answer may lie below the
+    // lowest probe; the search then goes on, and the oldest is checked at its end: when it lies
+    // above the lowest probe after all (retention; a stale seq below its floor may read), the
+    // search is made again from it, as it would have been.
+    oldestRead.catch(() => undefined); // (checked at the end)
     let lo = 1;
     let hi = newest;
+    let lowestProbe: number | undefined;
     for (let round = 0; lo < hi || round === 0; round++) {
       // Probes split [lo, hi) evenly; the answer is in [lo, hi].
       const span = hi - lo;
-      const count = Math.min(PROBES, span);
-      const seqs = [
-        ...new Set(Array.from({ length: count }, (_, i) => lo + Math.floor(((i + 1) * span) / (count + 1)))),
-      ];
-      const [entries, oldest] = await Promise.all([this.#metas(seqs, probed), round === 0 ? oldestRead : undefined]);
+      // A range the probes cover: every seq of it, and those after it up to a round's worth (the
+      // walk from the answer reads them next), in this round.
+      const covers = round > 0 && span < PROBES;
+      const count = covers ? Math.min(PROBES, newest - lo + 1) : Math.min(PROBES, span);
+      const seqs = covers
+        ? Array.from({ length: count }, (_, i) => lo + i)
+        : [...new Set(Array.from({ length: count }, (_, i) => lo + Math.floor(((i + 1) * span) / (count + 1))))];
+      const entries = await this.#metas(seqs, probed);
       if (round === 0) {
-        if (oldest === undefined) return undefined;
-        lo = Math.max(lo, oldest.seq);
+        const lowest = entries[0]?.meta.max;
+        if (wait || entries.includes(undefined) || lowest === undefined || lowest === null || lowest >= id) {
+          const oldest = await oldestRead;
+          if (oldest === undefined) return undefined;
+          lo = Math.max(lo, oldest.seq);
+        } else lowestProbe = seqs[0];
       }
       let nextLo = lo;
       let nextHi = hi;
       for (const [i, entry] of entries.entries()) {
         const seq = seqs[i]!;
         if (seq < lo) continue; // (below the oldest: deleted)
+        if (seq > hi) break; // (read for the walk)
         if (entry === undefined) return undefined;
         if (entry.meta.max !== null && entry.meta.max >= id) {
           nextHi = Math.min(nextHi, seq);
@@ -174,6 +198,11 @@ export class ThreadLocator {
       }
       lo = nextLo;
       hi = nextHi;
+    }
+    if (lowestProbe !== undefined) {
+      const oldest = await oldestRead;
+      if (oldest === undefined) return undefined;
+      if (oldest.seq > lowestProbe) return this.#firstWithMax(id, newest, probed, oldestRead, true);
     }
     return lo;
   }

@@ -103,9 +103,10 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         const seq = await t.locate(head.meta.max, entryOf(head));
         return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq, undefined, entryOf(head));
       }
-      // The oldest seq bounds the search for an older checkpoint: read beside the newest, not after it.
-      const oldest = t.oldest();
-      oldest.catch(() => undefined); // (unused when the newest answers)
+      // The oldest seq bounds the search for an older checkpoint: read beside the newest, not after
+      // it (and not at all when this process saw where the checkpoint is).
+      const oldest = t.searches(wanted) ? t.oldest() : undefined;
+      oldest?.catch(() => undefined); // (unused when the newest answers)
       const newest = await t.newest();
       // (The metas the lookup read are this checkpoint's and the next seq's: not read again.)
       const probed = new Map<number, Entry>();
@@ -125,12 +126,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     /** An entry already read: the newest, or the one after `seq`. */
     newest?: Entry,
   ): Promise<CheckpointTuple | undefined> {
-    const meta = known ?? (await t.metaAt(seq))?.meta;
-    const state = meta?.id === id ? await t.keptStateAt(seq) : undefined;
-    if (state === undefined) return undefined;
-    const writes = await t.writesAt(id, seq, state, newest);
-    const withWrites = writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } };
-    return this.#tuple(t, withWrites, meta!);
+    const at = await t.checkpointAt(id, seq, known, newest);
+    return at === undefined ? undefined : this.#tuple(t, at.state, at.meta);
   }
 
   #tuple(t: Thread, state: ThreadState, meta: ThreadMeta): Promise<CheckpointTuple> {

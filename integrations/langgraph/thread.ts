@@ -268,19 +268,28 @@ export class Thread extends ThreadLocator {
 
   /** The state at `seq`: this process's engine's when it committed it, else restored from the store. */
   async stateAt(seq: number): Promise<ThreadState> {
-    const engine = this.#engine;
-    if (engine !== undefined && !engine.fenced && engine.seq === seq && engine.pending === 0) {
-      const state = engine.state;
-      if (state !== undefined) return state;
-    }
-    const restored = await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
-    return restored.state;
+    return (await this.#at(seq)).state;
   }
 
   /** The state at `seq`, or undefined when it is no longer stored (retention deleted it since it was located). */
   async keptStateAt(seq: number): Promise<ThreadState | undefined> {
+    return (await this.#keptAt(seq))?.state;
+  }
+
+  /** The state at `seq` with the meta stored with it (as given, not checked), as stateAt reads them. */
+  async #at(seq: number): Promise<{ state: ThreadState; meta: unknown }> {
+    const engine = this.#engine;
+    if (engine !== undefined && !engine.fenced && engine.seq === seq && engine.pending === 0) {
+      const state = engine.state;
+      if (state !== undefined) return { state, meta: engine.meta };
+    }
+    const restored = await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
+    return { state: restored.state, meta: restored.meta };
+  }
+
+  async #keptAt(seq: number): Promise<{ state: ThreadState; meta: unknown } | undefined> {
     try {
-      return await this.stateAt(seq);
+      return await this.#at(seq);
     } catch (err) {
       if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
       throw err;
@@ -288,17 +297,61 @@ export class Thread extends ThreadLocator {
   }
 
   /**
+   * Checkpoint `id` at `seq`: the state there with the checkpoint's own writes, and its meta;
+   * undefined when that seq no longer holds it (deleted since it was located). `known` is its meta
+   * when already read; `newest`, an entry already read (the newest, or the one after `seq`).
+   * What it needs is read together, not one after the other: the state (with its meta), and the
+   * entry after `seq` that says where the writes are, then those writes when it holds them.
+   */
+  async checkpointAt(
+    id: string,
+    seq: number,
+    known?: ThreadMeta,
+    newest?: Entry,
+  ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
+    const after = newest?.seq === seq || newest?.seq === seq + 1 ? newest : this.metaAt(seq + 1);
+    const stateRead = this.#keptAt(seq);
+    // (As soon as the entry after is known: beside the state, not after it.)
+    const carried = Promise.resolve(after).then((entry) => this.carriedWrites(id, seq, entry));
+    // (Each is unused when the seq no longer holds the checkpoint.)
+    for (const read of [after, carried]) if (read instanceof Promise) read.catch(() => undefined);
+    const at = await stateRead;
+    if (at === undefined) return undefined;
+    // (The meta, when not known, is the one restored with the state: not read on its own.)
+    const meta = known ?? threadMeta(at.meta, this.stream, seq);
+    const { state } = at;
+    if (meta.id !== id) return undefined;
+    const writes = await this.writesAt(id, seq, state, await after, carried);
+    return {
+      state: writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } },
+      meta,
+    };
+  }
+
+  /**
    * The pending writes of checkpoint `id`, which `seq` (holding `state`) holds: at the next seq
    * when that was committed with them (a step's putWrites and put in one commit), else at `seq`.
-   * `known`, an entry already read (the newest, or the one after `seq`), saves reading the next seq's meta.
+   * `known`, an entry already read (the newest, or the one after `seq`), saves reading the next
+   * seq's meta; `carried`, what `carriedWrites` started for it, reading its state again.
    */
-  async writesAt(id: string, seq: number, state: ThreadState, known?: Entry): Promise<Writes | undefined> {
+  async writesAt(
+    id: string,
+    seq: number,
+    state: ThreadState,
+    known?: Entry,
+    carried?: Promise<Writes | undefined>,
+  ): Promise<Writes | undefined> {
     if (known?.seq === seq) return state.writes[id]; // (the newest: nothing after it)
     const after = known?.seq === seq + 1 ? known : await this.metaAt(seq + 1);
-    if (after?.meta.pw === true && after.meta.parent === id) {
-      const carried = (await this.keptStateAt(seq + 1))?.writes[id];
-      if (carried !== undefined) return carried;
-    }
-    return state.writes[id];
+    return (await (carried ?? this.carriedWrites(id, seq, after))) ?? state.writes[id];
+  }
+
+  /**
+   * The writes of checkpoint `id` (at `seq`) that the seq after it holds, `after` being that seq's
+   * entry: undefined when it was not committed with them (or is gone).
+   */
+  async carriedWrites(id: string, seq: number, after: Entry | undefined): Promise<Writes | undefined> {
+    if (after?.seq !== seq + 1 || after.meta.pw !== true || after.meta.parent !== id) return undefined;
+    return (await this.keptStateAt(seq + 1))?.writes[id];
   }
 }

@@ -66,6 +66,26 @@ describe('ranged reads: restore({ seq }) and listCheckpoints cost their range, n
     }
   });
 
+  it('restores a seq whose base is among the slots below it listed in one listing, a farther base in two', async () => {
+    for (const [baseEvery, listings] of [
+      [8, 1],
+      [64, 2],
+    ] as const) {
+      const store = new MemoryStore();
+      const engine = await SnapshotEngine.open({ store, stream: 'r', policy: { baseEvery, maxDeltaRatio: Infinity } });
+      for (let i = 1; i <= 200; i++) await engine.checkpoint({ n: i, text: `state ${i}` });
+      await engine.close();
+      // Seq 190: 5 deltas after its base with bases every 8; 61 with bases every 64 (past the slots listed first).
+      const logListings: string[] = [];
+      const counted = new HookStore(
+        store,
+        (op, key) => void (op === 'list' && key.endsWith('/log/') && logListings.push(key)),
+      );
+      expect((await restore(counted, 'r', { seq: 190 })).state).toEqual({ n: 190, text: 'state 190' });
+      expect(logListings, `bases every ${baseEvery}`).toHaveLength(listings);
+    }
+  });
+
   it('lists the newest page, an old page and a page before a seq reading only their range', async () => {
     const store = await stream(2000);
     const counter = new ListCounter(store);

@@ -1,0 +1,116 @@
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { uuid6 } from '@langchain/langgraph-checkpoint';
+import { describe, expect, it } from 'vitest';
+import { gc, listCheckpoints, MemoryStore } from 'statefold';
+import { StatefoldSaver } from 'statefold/langgraph';
+import { cfg, checkpointOf } from '../support/langgraph-saver.js';
+import { HookStore } from '../support/hook-store.js';
+import { roundStore } from '../support/round-store.js';
+
+// How many store round trips, one after the other, a read from a new saver takes: each is a
+// latency on a remote store. Counted with a store that answers in rounds (support/round-store.ts),
+// on a thread as a LangGraph graph writes it (each step's writes committed with the next checkpoint).
+
+const State = Annotation.Root({
+  n: Annotation<number>,
+  log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+});
+
+async function run(saver: StatefoldSaver, steps: number): Promise<string[]> {
+  const graph = new StateGraph(State)
+    .addNode('step', (s) => ({ n: s.n + 1, log: [`step ${s.n} `.repeat(20)] }))
+    .addEdge(START, 'step')
+    .addConditionalEdges('step', (s) => (s.n < steps ? 'step' : END))
+    .compile({ checkpointer: saver });
+  await graph.invoke({ n: 0 }, { configurable: { thread_id: 't' }, durability: 'sync', recursionLimit: steps + 10 });
+  const ids: string[] = [];
+  for await (const t of saver.list(cfg('t'))) ids.unshift(t.checkpoint.id);
+  return ids;
+}
+
+/** Dependent store rounds for a checkpoint 1 to 100 back of 120 (the lookup, then its state and writes together). */
+const ROUNDS = 9;
+
+describe('StatefoldSaver reads from a new saver', () => {
+  it('finds the latest and an old checkpoint, with its writes, in few dependent store rounds', async () => {
+    const counted = roundStore();
+    const writer = new StatefoldSaver({ store: counted.store });
+    const ids = await run(writer, 120);
+    const expected = new Map<string, unknown>();
+    for (const id of ids) expected.set(id, (await writer.getTuple(cfg('t', id)))?.pendingWrites);
+    await writer.close();
+    const read = async (id?: string, reader = new StatefoldSaver({ store: counted.store })) => {
+      counted.reset();
+      const tuple = await reader.getTuple(cfg('t', id));
+      return { tuple, rounds: counted.rounds, calls: counted.calls };
+    };
+    const newest = ids[ids.length - 1]!;
+    const latest = await read();
+    expect(latest.tuple?.checkpoint.id).toBe(newest);
+    expect(latest.rounds).toBeLessThanOrEqual(3); // the hint, the log from it, the newest chain
+    for (const back of [1, 50, 100]) {
+      const id = ids[ids.length - 1 - back]!;
+      const { tuple, rounds } = await read(id);
+      expect(tuple?.checkpoint.id).toBe(id);
+      expect(tuple?.pendingWrites).toEqual(expected.get(id));
+      expect(tuple?.pendingWrites?.length).toBeGreaterThan(0);
+      if (process.env.ROUNDS_LOG) console.log(back, rounds, counted.calls);
+      expect(rounds, `${back} back`).toBeLessThanOrEqual(ROUNDS);
+    }
+    // Read again from the same saver, a checkpoint it found is not searched for: no meta between
+    // the newest and it is read, nor the oldest seq (which only bounds a search).
+    const reader = new StatefoldSaver({ store: counted.store });
+    const id = ids[ids.length - 101]!;
+    const first = await read(id, reader);
+    const again = await read(id, reader);
+    expect(again.tuple).toEqual(first.tuple);
+    // The newest (3 rounds), then its state and the next seq's, for its writes, together (3).
+    expect(again.rounds).toBeLessThanOrEqual(6);
+    expect(again.calls).toBeLessThanOrEqual(first.calls - 20);
+    // (And its meta is the one restored with its state, not read again on its own.)
+    expect(again.calls).toBeLessThanOrEqual(12);
+  });
+
+  it('finds each checkpoint retention kept, and none it deleted, from a new saver', async () => {
+    // Ids in order; the thread gets every other one from 1, another history every fourth.
+    const pool = Array.from({ length: 260 }, (_, i) => uuid6(i));
+    const ids = Array.from({ length: 64 }, (_, i) => pool[2 * i + 1]!);
+    const store = new MemoryStore();
+    await put(new StatefoldSaver({ store, policy: { baseEvery: 4 } }), ids);
+    // What a store that still answers reads of deleted objects gives below the floor: here
+    // seqs of another history, whose running largest ids outrun this one's (a search must not be
+    // led astray by them).
+    const other = new MemoryStore();
+    await put(
+      new StatefoldSaver({ store: other, policy: { baseEvery: 4 } }),
+      ids.map((_, i) => pool[4 * i]!),
+    );
+    await gc(store, 'langgraph/["t",""]', { keepLast: 20, minAgeMs: 0 });
+    const oldest = (await listCheckpoints(store, 'langgraph/["t",""]', { limit: 1 }))[0]!.seq;
+    expect(oldest).toBeGreaterThan(40);
+    const stale = new HookStore(store);
+    stale.get = async (key, options) => (await store.get(key, options)) ?? other.get(key, options);
+    for (const reading of [store, stale]) {
+      for (const [i, id] of ids.entries()) {
+        const tuple = await new StatefoldSaver({ store: reading }).getTuple(cfg('t', id));
+        // (One seq per checkpoint: checkpoint i is seq i + 1.)
+        expect(tuple?.checkpoint.id, `checkpoint ${i}`).toBe(i + 1 >= oldest ? id : undefined);
+      }
+    }
+  });
+});
+
+/** Puts a checkpoint of each id, in order, on thread 't'. */
+async function put(saver: StatefoldSaver, ids: string[]): Promise<void> {
+  let config = cfg('t') as Record<string, any>;
+  for (const [step, id] of ids.entries())
+    config = await saver.put(
+      config,
+      checkpointOf(id, step, [`m${step}`]),
+      { source: 'loop', step, parents: {} },
+      {
+        messages: step + 1,
+      },
+    );
+  await saver.close();
+}
