@@ -15,35 +15,12 @@ import {
   type ListCheckpointsOptions,
 } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './codec.js';
+import { AFTER_COMMIT, type Change, type Head, type Next, type Queued } from './writes.js';
 import { ThreadLocator, type Entry } from './locate.js';
 
 export { PAGE, type Entry } from './locate.js';
 
-/** A committed seq with its state. */
-export interface Head extends Entry {
-  state: ThreadState;
-}
-
-/** What a write commits: the next state and its meta; undefined commits nothing. */
-export type Change = { state: ThreadState; meta: ThreadMeta } | undefined;
-
-/** What a write's `next` returns to be asked again once the batch so far is committed. */
-export const AFTER_COMMIT: unique symbol = Symbol('after commit');
-
-/**
- * What a write makes of `head` (the newest state with the writes before it in its batch applied)
- * given `committed` (the newest durable state; `head === committed` when nothing is pending).
- */
-export type Next = (head: Head | undefined, committed: Head | undefined) => Promise<Change | typeof AFTER_COMMIT>;
-
-interface Queued {
-  next: Next;
-  /** The last write of its batch (a step's put): the commit starts without waiting for the turn's end. */
-  last: boolean;
-  resolve(): void;
-  reject(err: unknown): void;
-  settled: boolean;
-}
+export { AFTER_COMMIT, type Change, type Head, type Next } from './writes.js';
 
 /** How many times a write is re-tried after another writer fenced this one (each time after a re-open). */
 const FENCED_RETRIES = 3;
