@@ -132,8 +132,7 @@ export type ItemCache = WeakMap<object, { snap: Snap; plain: unknown }>;
  * object and skips it. An item changed in place, or one a snapshot cannot vouch for, is serialized.
  */
 export async function channelToPlain(serde: SerializerProtocol, value: unknown, cache: ItemCache): Promise<Plain> {
-  if (!Array.isArray(value) || value.length === 0 || !(serde instanceof JsonPlusSerializer))
-    return toPlain(serde, value);
+  if (!Array.isArray(value) || value.length === 0 || !dumpsItemwise(serde)) return toPlain(serde, value);
   const items: unknown[] = [];
   for (const item of value) {
     const cacheable = item !== null && typeof item === 'object';
@@ -142,20 +141,42 @@ export async function channelToPlain(serde: SerializerProtocol, value: unknown, 
       items.push(hit.plain);
       continue;
     }
+    // What the item is before it is serialized: kept only if it still is after (it could change
+    // in place while serialization is awaited, and the text would then be of the item before).
+    const snap = cacheable ? snapshotOf(item) : undefined;
     const [type, bytes] = await serde.dumpsTyped(item);
     if (type !== 'json') return toPlain(serde, value);
+    const text = decoder.decode(bytes);
+    // A cycle back through the list is cut at another place when the items are serialized one by
+    // one: such a list is serialized whole, as the other savers serialize it.
+    if (text.includes(CIRCULAR)) return toPlain(serde, value);
     let plain: unknown;
     try {
-      plain = JSON.parse(decoder.decode(bytes));
+      plain = JSON.parse(text);
     } catch {
       return toPlain(serde, value); // not JSON after all: the whole value is kept as toPlain keeps it
     }
-    const snap = cacheable ? snapshotOf(item) : undefined;
-    if (snap !== undefined) cache.set(item, { snap, plain });
+    if (snap !== undefined && unchanged(item, snap)) cache.set(item, { snap, plain });
     else if (hit !== undefined) cache.delete(item);
     items.push(plain);
   }
   return { j: items };
+}
+
+/** What LangGraph's serializer writes in place of a reference back to an object it is inside. */
+const CIRCULAR = '"[Circular]"';
+
+/**
+ * Whether `serde` is LangGraph's JsonPlusSerializer itself (not a subclass, which may wrap what
+ * it writes; nothing overridden on the instance): then a list's JSON is the list of its items'
+ * JSON, as channelToPlain relies on.
+ */
+function dumpsItemwise(serde: SerializerProtocol): boolean {
+  return (
+    Object.getPrototypeOf(serde) === JsonPlusSerializer.prototype &&
+    !Object.hasOwn(serde, 'dumpsTyped') &&
+    !Object.hasOwn(serde, '_dumps')
+  );
 }
 
 /** The value `toPlain` serialized. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
-import { uuid6 } from '@langchain/langgraph-checkpoint';
-import { describe, expect, it } from 'vitest';
+import { JsonPlusSerializer, uuid6 } from '@langchain/langgraph-checkpoint';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { isStatefoldError, listStreams, MemoryStore, restore, type Store } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
 import { CANARY, holdingCanary, storedObjects } from '../support/canary.js';
@@ -151,14 +151,88 @@ describe('StatefoldSaver', () => {
     ]);
   });
 
+  it('stores a message changed in place while its put was serializing it with its new content at the next put', async () => {
+    // LangGraph with durability 'async' runs the next step's nodes while a put is in flight: a
+    // node may change a message in place between the serializer's call and its answer.
+    for (let turns = 0; turns < 60; turns++) {
+      const saver = new StatefoldSaver({ store: new MemoryStore() });
+      const message = new AIMessage({ id: 'a', content: 'A' });
+      const meta = { source: 'loop' as const, step: 0, parents: {} };
+      const [first, second] = [uuid6(1), uuid6(2)];
+      const put = saver.put(
+        cfg('t'),
+        { ...checkpointOf(first, 0, []), channel_values: { messages: [message] } },
+        meta,
+        { messages: 1 },
+      );
+      for (let i = 0; i < turns; i++) await Promise.resolve();
+      message.content = 'B';
+      await put;
+      await saver.put(
+        cfg('t', first),
+        { ...checkpointOf(second, 1, []), channel_values: { messages: [message] } },
+        meta,
+        { messages: 2 },
+      );
+      const fresh = new StatefoldSaver({ store: saver.store });
+      const [read] = (await fresh.getTuple(cfg('t', second)))!.checkpoint.channel_values.messages as AIMessage[];
+      expect(read?.content, `changed after ${turns} turns`).toBe('B');
+    }
+  });
+
+  it('gives a subclass of the serializer, which may wrap what it writes, whole lists', async () => {
+    class Enveloped extends JsonPlusSerializer {
+      override async dumpsTyped(value: unknown): Promise<[string, Uint8Array]> {
+        return super.dumpsTyped({ v: 1, data: value });
+      }
+      override async loadsTyped(type: string, data: Uint8Array | string): Promise<unknown> {
+        return ((await super.loadsTyped(type, data)) as { data: unknown }).data;
+      }
+    }
+    const saver = new StatefoldSaver({ store: new MemoryStore(), serde: new Enveloped() });
+    const id = uuid6(1);
+    const channel_values = { list: ['x', { y: 1 }], s: 'z' };
+    await saver.put(
+      cfg('t'),
+      { ...checkpointOf(id, 0, []), channel_values },
+      { source: 'loop', step: 0, parents: {} },
+      { list: 1, s: 1 },
+    );
+    const fresh = new StatefoldSaver({ store: saver.store, serde: new Enveloped() });
+    expect((await fresh.getTuple(cfg('t', id)))?.checkpoint.channel_values).toEqual(channel_values);
+  });
+
+  it('stores a list with a reference back to itself as the serializer writes the whole list', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    const list: unknown[] = [];
+    list.push({ role: 'user', content: 'hi', thread: list }, { role: 'assistant', content: 'ok' });
+    const id = uuid6(1);
+    await saver.put(
+      cfg('t'),
+      { ...checkpointOf(id, 0, []), channel_values: { list } },
+      { source: 'loop', step: 0, parents: {} },
+      { list: 1 },
+    );
+    const [, whole] = await new JsonPlusSerializer().dumpsTyped(list);
+    const read = (await new StatefoldSaver({ store: saver.store }).getTuple(cfg('t', id)))?.checkpoint.channel_values;
+    expect(read?.list).toEqual(JSON.parse(new TextDecoder().decode(whole)));
+  });
+
   it('serializes only the messages that are new or changed in place, at any depth, and stores each as it is', async () => {
     const saver = new StatefoldSaver({ store: new MemoryStore() });
+    // Counted on the prototype: a serde changed on the instance (or a subclass) is not taken as
+    // LangGraph's own, and is given whole lists.
     let dumped = 0;
-    const dumpsTyped = saver.serde.dumpsTyped.bind(saver.serde);
-    saver.serde.dumpsTyped = (value: unknown) => {
+    const proto = JsonPlusSerializer.prototype;
+    const original = proto.dumpsTyped;
+    proto.dumpsTyped = function (this: JsonPlusSerializer, value: unknown) {
       dumped++;
-      return dumpsTyped(value);
+      return original.call(this, value);
     };
+    onTestFinished(() => {
+      proto.dumpsTyped = original;
+    });
+    const dumpsTyped = (value: unknown) => original.call(saver.serde as JsonPlusSerializer, value);
     const question = new HumanMessage({ id: 'q', content: 'Read the file.' });
     const call = new AIMessage({
       id: 'c',
