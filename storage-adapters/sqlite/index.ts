@@ -187,7 +187,9 @@ export class SqliteStore implements Store {
     if (!loaded && this.#inThread === 0 && now - this.#loadedAt > DUTY_WINDOW_MS) {
       const answer = this.#here.run(batch.map((q) => q.job));
       this.#window.busy += performance.now() - now;
-      const busy = answer.unrun === true && answer.replies.some((r) => 'error' in r && r.error.code === 'SQLITE_BUSY');
+      const busy =
+        answer.unrun === true &&
+        answer.replies.some((r) => 'error' in r && r.error.code?.startsWith('SQLITE_BUSY') === true);
       if (!busy) {
         if (!this.#hot) {
           this.#hot = true;
