@@ -9,6 +9,8 @@ export { SnapshotEngine } from './engine.js';
 export type { EngineOptions, CheckpointOptions, CheckpointInfo, EffectOptions } from './engine.js';
 export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from './effects/ledger.js';
 export { restore, listCheckpoints } from './restore/index.js';
+export { restoreRange } from './restore/range.js';
+export type { RestoreRangeOptions } from './restore/range.js';
 export { readCheckpointMeta } from './restore/meta.js';
 export type { ReadMetaOptions } from './restore/meta.js';
 export type {

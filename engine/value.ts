@@ -134,3 +134,17 @@ export function pathJoin(path: string, key: string | number): string {
 export function invalidState(path: string, what: string): never {
   throw new StatefoldError('INVALID_STATE', `${path}: ${what} cannot be checkpointed`, { path });
 }
+
+/**
+ * Deep-copies a state tree (plain objects, arrays, Dates, typed arrays) into fresh mutable
+ * objects: for callers that mutate in place, or that hand out a copy of a tree they go on folding.
+ */
+export function thaw(v: unknown): unknown {
+  if (typeof v !== 'object' || v === null) return v;
+  if (v instanceof Date) return new Date(v.getTime());
+  if (ArrayBuffer.isView(v)) return copyTypedArray(v as TypedArray);
+  if (Array.isArray(v)) return v.map(thaw);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(v)) setOwn(out, key, thaw((v as Record<string, unknown>)[key]));
+  return out;
+}

@@ -100,17 +100,6 @@ export function cloneInto(v: unknown, walk: Walk): unknown {
   return out;
 }
 
-/** Deep-copies a captured tree into fresh mutable objects (for callers that mutate in place). */
-export function thaw(v: unknown): unknown {
-  if (typeof v !== 'object' || v === null) return v;
-  if (v instanceof Date) return new Date(v.getTime());
-  if (ArrayBuffer.isView(v)) return copyTypedArray(v as TypedArray);
-  if (Array.isArray(v)) return v.map(thaw);
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(v)) setOwn(out, key, thaw((v as Record<string, unknown>)[key]));
-  return out;
-}
-
 /**
  * Copy mode: diffs the caller's `next` against the private tree `prev`, emitting operations,
  * and returns the new private tree (sharing every unchanged node with `prev`).

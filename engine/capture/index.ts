@@ -5,7 +5,7 @@ import { ImmutableCapturer } from './immutable.js';
 import { Walk } from './walk.js';
 
 export { Capturer, type Capture, type UpdateMode } from './capturer.js';
-export { thaw } from './copy.js';
+export { thaw } from '../value.js';
 export { estimateSize } from './walk.js';
 
 /** A capturer for `mode`. */

@@ -19,7 +19,7 @@ import { readFrame } from './read.js';
  * come sooner when deltas grow), and few enough that a restore still lists little more than its
  * own range.
  */
-const CHAIN_GUESS = 24;
+export const CHAIN_GUESS = 24;
 
 /**
  * The view a restore of `seq` needs: the slots from its base to it, found by reading its frame

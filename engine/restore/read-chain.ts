@@ -14,6 +14,7 @@ import { applyEntriesAt, applyLedger, checkpointKind, opLists, opsOf } from '../
 import type { StreamKeys } from '../log/keys.js';
 import { tailKey, type Slot } from '../log/listing.js';
 import { listedThenGone, mapLimit, readFrame } from '../log/read.js';
+import { thaw } from '../value.js';
 import { applyOps, PatchMismatch } from './fold.js';
 import type { Restored } from './types.js';
 /** What reading a chain gives: the public result, and what an engine opening the stream needs to go on writing it. */
@@ -33,6 +34,8 @@ export interface ReadChain<S> {
   keyIds: Set<string>;
   /** A chain written with span deltas: what the next span delta needs. */
   span: SpanState | undefined;
+  /** With `keepFrom`: the checkpoints the fold passed through from that seq on, below the one restored, ascending. */
+  kept: Restored<S>[];
 }
 
 /** Options of readChain. */
@@ -40,6 +43,8 @@ export interface ChainOptions {
   signal?: AbortSignal;
   /** How many objects are read at once (default 64). */
   concurrency?: number;
+  /** Also hand out, each as its own copy, the state of every seq from this one on that the fold passes through. */
+  keepFrom?: number;
 }
 
 /** One verified link of a chain: its frame, its key, and whether it is a span delta read as a jump. */
@@ -71,7 +76,7 @@ export async function readChain<S>(
   const steps = await linkedOrRelist(store, keys, target, options.signal, () =>
     verifyLinks(read, bySeq, keys, baseSeq, target),
   );
-  const folded = foldSteps(steps, keys, baseSeq, every);
+  const folded = foldSteps(steps, keys, baseSeq, every, options.keepFrom ?? target);
   const restored: Restored<S> = {
     state: folded.state as S,
     seq: target,
@@ -94,6 +99,16 @@ export async function readChain<S>(
     // A copy: the decoded header's bytes may be a view into the whole frame.
     metaBytes: meta === undefined ? undefined : new Uint8Array(meta),
     keyIds: new Set(steps.flatMap(({ frame: f }) => (f.keyId === undefined ? [] : [f.keyId]))),
+    kept: folded.kept.map(({ step, state, ledger }) => ({
+      state: state as S,
+      seq: step.seq,
+      meta: decodeMeta(step.frame, { stream: keys.stream, key: step.key, seq: step.seq }),
+      kind: step === steps[0] ? 'base' : 'delta',
+      createdAt: step.frame.header.createdAt,
+      effects: [...ledger.values()],
+      skipped: [],
+      damage: [],
+    })),
   };
 }
 
@@ -241,20 +256,35 @@ function verifyLinks(
   });
 }
 
+/** A seq the fold passed through, with a copy of its state and its ledger (see ChainOptions.keepFrom). */
+interface Kept {
+  step: Step;
+  state: unknown;
+  ledger: Ledger;
+}
+
 /**
  * Folds verified steps in order: the state, the effect ledger, the stored delta bytes folded, and
- * the span state a writer going on from the last step needs.
+ * the span state a writer going on from the last step needs; and a copy of the state at every
+ * step before the last from seq `keepFrom` on.
  */
 function foldSteps(
   steps: Step[],
   keys: StreamKeys,
   baseSeq: number,
   every: number | undefined,
-): { state: unknown; ledger: Ledger; deltaBytes: number; span: SpanState | undefined } {
+  keepFrom: number,
+): { state: unknown; ledger: Ledger; deltaBytes: number; span: SpanState | undefined; kept: Kept[] } {
   const stream = keys.stream;
   const base = steps[0]!;
+  const last = steps[steps.length - 1]!;
+  const kept: Kept[] = [];
+  const keep = (step: Step): void => {
+    if (step !== last && step.seq >= keepFrom) kept.push({ step, state: thaw(state), ledger });
+  };
   let state = decodePayload(base.frame, { stream, key: base.key, seq: baseSeq });
   let ledger = applyLedger(base.frame, keys, baseSeq, base.key, EMPTY_LEDGER);
+  keep(base);
   let deltaBytes = 0;
   let span = nextSpan(undefined, every, baseSeq, {
     seq: baseSeq,
@@ -263,7 +293,8 @@ function foldSteps(
     ledger: [],
     deltaBytes,
   });
-  for (const { seq: s, frame, key, jump } of steps.slice(1)) {
+  for (const step of steps.slice(1)) {
+    const { seq: s, frame, key, jump } = step;
     const origin = { stream, key, seq: s };
     const raws = opLists(frame, origin);
     const short = jump ? spanLengthError(stream, s, key, raws.length, frame.header.jump!) : undefined;
@@ -285,6 +316,7 @@ function foldSteps(
       ledger: frame.header.ledger ?? [],
       deltaBytes,
     });
+    keep(step);
   }
-  return { state, ledger, deltaBytes, span };
+  return { state, ledger, deltaBytes, span, kept };
 }
