@@ -38,6 +38,7 @@ import {
   type Writes,
 } from './codec.js';
 import { idOf, invalid, missing, nsOf, type StatefoldSaverOptions } from './config.js';
+import { checkpointOf } from './history.js';
 import { Threads } from './pool.js';
 import { AFTER_COMMIT, type Entry, type Head, type Thread } from './thread.js';
 import { entryOf, keptValue, matching, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
@@ -150,12 +151,16 @@ export class StatefoldSaver extends BaseCheckpointSaver {
       if (remaining <= 0) return;
       // Read without keeping the thread open: a listing of many threads closes no writer.
       const t = this.#threads.reader(thread, ns);
-      const read = new Map<number, Entry>();
-      const found = await t.run(() => matching(this.serde, t, { beforeId, onlyId, filter, limit: remaining }, read));
+      const found = await t.run(() => matching(this.serde, t, { beforeId, onlyId, filter, limit: remaining }));
+      // Their states (with the seq after each, which may hold its writes) a window of seqs at a time.
+      const windows = t.windows(found.map((entry) => entry.seq));
       for (const { seq, meta } of found) {
-        // (The entry after it, when paged, says whether it holds this checkpoint's writes: no read for it.)
-        const after = read.get(seq + 1);
-        const tuple = remaining > 0 ? await t.run(() => this.#tupleAt(t, meta.id!, seq, meta, after)) : undefined;
+        if (remaining <= 0) break;
+        const tuple = await t.run(async () => {
+          const run = await windows.run(seq);
+          const at = checkpointOf(t.stream, meta.id!, seq, meta, run.get(seq), run.get(seq + 1));
+          return at === undefined ? undefined : this.#tuple(t, at.state, at.meta);
+        });
         if (tuple === undefined) continue;
         remaining--;
         yield tuple;

@@ -16,6 +16,7 @@ import {
 } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './codec.js';
 import { AFTER_COMMIT, type Change, type Head, type Next, type Queued } from './writes.js';
+import { carries, checkpointOf, restoreRun, Windows } from './history.js';
 import { ThreadLocator, type Entry } from './locate.js';
 
 export { PAGE, type Entry } from './locate.js';
@@ -277,8 +278,8 @@ export class Thread extends ThreadLocator {
    * Checkpoint `id` at `seq`: the state there with the checkpoint's own writes, and its meta;
    * undefined when that seq no longer holds it (deleted since it was located). `known` is its meta
    * when already read; `newest`, an entry already read (the newest, or the one after `seq`).
-   * What it needs is read together, not one after the other: the state (with its meta), and the
-   * entry after `seq` that says where the writes are, then those writes when it holds them.
+   * The seq after it may hold its writes (committed with the next checkpoint): unless `newest`
+   * says it does not, both seqs are restored together, their chain read and folded once.
    */
   async checkpointAt(
     id: string,
@@ -286,23 +287,15 @@ export class Thread extends ThreadLocator {
     known?: ThreadMeta,
     newest?: Entry,
   ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
-    const after = newest?.seq === seq || newest?.seq === seq + 1 ? newest : this.metaAt(seq + 1);
-    const stateRead = this.#keptAt(seq);
-    // (As soon as the entry after is known: beside the state, not after it.)
-    const carried = Promise.resolve(after).then((entry) => this.carriedWrites(id, seq, entry));
-    // (Each is unused when the seq no longer holds the checkpoint.)
-    for (const read of [after, carried]) if (read instanceof Promise) read.catch(() => undefined);
-    const at = await stateRead;
-    if (at === undefined) return undefined;
-    // (The meta, when not known, is the one restored with the state: not read on its own.)
-    const meta = known ?? threadMeta(at.meta, this.stream, seq);
-    const { state } = at;
-    if (meta.id !== id) return undefined;
-    const writes = await this.writesAt(id, seq, state, await after, carried);
-    return {
-      state: writes === state.writes[id] ? state : { ...state, writes: { ...state.writes, [id]: writes! } },
-      meta,
-    };
+    if (newest?.seq === seq || (newest?.seq === seq + 1 && !carries(newest, id)))
+      return checkpointOf(this.stream, id, seq, known, await this.#keptAt(seq), undefined);
+    const run = await restoreRun(this.store, this.stream, this.reading, seq, seq + 1);
+    return checkpointOf(this.stream, id, seq, known, run.get(seq), run.get(seq + 1));
+  }
+
+  /** The seqs of a `list` page in windows restored together (see history.ts). */
+  windows(seqs: number[]): Windows {
+    return new Windows(this.store, this.stream, this.reading, seqs);
   }
 
   /**
@@ -328,7 +321,7 @@ export class Thread extends ThreadLocator {
    * entry: undefined when it was not committed with them (or is gone).
    */
   async carriedWrites(id: string, seq: number, after: Entry | undefined): Promise<Writes | undefined> {
-    if (after?.seq !== seq + 1 || after.meta.pw !== true || after.meta.parent !== id) return undefined;
+    if (after?.seq !== seq + 1 || !carries(after, id)) return undefined;
     return (await this.keptStateAt(seq + 1))?.writes[id];
   }
 }

@@ -71,6 +71,23 @@ describe('StatefoldSaver reads from a new saver', () => {
     expect(again.calls).toBeLessThanOrEqual(12);
   });
 
+  it('lists a whole thread reading each stored object about once, not once per checkpoint', async () => {
+    const counted = roundStore();
+    const writer = new StatefoldSaver({ store: counted.store });
+    const ids = await run(writer, 120);
+    const expected = [];
+    for (const id of [...ids].reverse()) expected.push(await writer.getTuple(cfg('t', id)));
+    await writer.close();
+    const objects = (await counted.store.list('')).filter((key) => key.includes('/log/')).length;
+    counted.reset();
+    const listed = [];
+    for await (const tuple of new StatefoldSaver({ store: counted.store }).list(cfg('t'))) listed.push(tuple);
+    expect(listed).toEqual(expected);
+    // Each checkpoint's chain read once per window of 64 seqs, not once (or twice, with the seq
+    // holding its writes) per checkpoint: the metas of each page, then each window's frames: a few calls per object, where that was ~8 (1,045 calls for 123 objects).
+    expect(counted.calls).toBeLessThanOrEqual(3 * objects);
+  });
+
   it('finds each checkpoint retention kept, and none it deleted, from a new saver', async () => {
     // Ids in order; the thread gets every other one from 1, another history every fourth.
     const pool = Array.from({ length: 260 }, (_, i) => uuid6(i));
