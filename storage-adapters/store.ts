@@ -32,6 +32,15 @@ export interface Store {
    */
   list(prefix: string, options?: ListOptions): Promise<string[]>;
 
+  /**
+   * Optional: the objects whose keys start with `prefix`, each with its whole body, as `list`
+   * with the same options followed by a `get` of each key, in one call (an object deleted in
+   * between is left out). Stores that can answer it in one request (one query) implement it; the
+   * engine then reads a chain's objects together with their keys instead of listing first and
+   * reading after. The bodies may be views: the caller does not keep or mutate them.
+   */
+  scan?(prefix: string, options?: ListOptions): Promise<ScannedObject[]>;
+
   /** Deletes the object at `key`; resolves quietly when there is none. */
   delete(key: string, options?: StoreOptions): Promise<void>;
   /**
@@ -40,6 +49,12 @@ export interface Store {
    * deleted. A store that keeps nothing but its keys resolves at once (after checking `signal`).
    */
   removeLeftovers(prefix: string, options?: StoreOptions): Promise<void>;
+}
+
+/** One object of `Store.scan`: its key and its bytes. */
+export interface ScannedObject {
+  key: string;
+  body: Uint8Array;
 }
 
 /** Options every store operation takes. */

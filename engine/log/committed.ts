@@ -38,7 +38,7 @@ export async function committedView(
   frames?: Map<number, Promise<Frame>>,
 ): Promise<CommittedView> {
   const read = (slot: Slot): Promise<Frame> =>
-    frames?.get(slot.seq) ?? readFrame(store, log.keys, slot.seq, tailKey(slot), limits, signal);
+    frames?.get(slot.seq) ?? readFrame(store, log.keys, slot.seq, tailKey(slot), limits, signal, log.bodies);
   const tailSlot = log.slots[log.slots.length - 1];
   if (tailSlot === undefined) return { log, slots: [], tailSlot: undefined, tailFrame: undefined };
   const tailFrame = await read(tailSlot);

@@ -67,6 +67,23 @@ export function guardStore(store: Store, timeoutMs: number): Store {
         () => true,
         'nothing',
       ),
+    // (Only on a store that has it: readers check for it.)
+    ...(typeof store.scan === 'function' && {
+      scan: (prefix: string, options?: ListOptions) =>
+        guarded(
+          'scan',
+          prefix,
+          options,
+          timeoutMs,
+          () => store.scan!(prefix, options),
+          (v) =>
+            Array.isArray(v) &&
+            v.every(
+              (o) => typeof o === 'object' && o !== null && typeof o.key === 'string' && o.body instanceof Uint8Array,
+            ),
+          'an array of { key, body }',
+        ),
+    }),
   };
 }
 

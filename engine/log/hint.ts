@@ -24,10 +24,11 @@ function prefetch(
   slots: Slot[],
   limits: FrameReading,
   signal?: AbortSignal,
+  bodies?: ReadonlyMap<string, Uint8Array>,
 ): Map<number, Promise<Frame>> {
   const frames = new Map<number, Promise<Frame>>();
   for (const slot of slots) {
-    const frame = readFrame(store, keys, slot.seq, tailKey(slot), limits, signal);
+    const frame = readFrame(store, keys, slot.seq, tailKey(slot), limits, signal, bodies);
     frame.catch(() => undefined);
     frames.set(slot.seq, frame);
   }
@@ -75,7 +76,8 @@ export async function newestView(
   const hinted = await readHint(store, keys, signal);
   if (hinted !== undefined) {
     const hint = hinted.seq;
-    const log = await listLog(store, keys, signal, hint);
+    // (A store that scans gives the frames with their keys, for a caller that reads them.)
+    const log = await listLog(store, keys, signal, hint, undefined, readAhead ? hint : undefined);
     // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
     // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole
     // listing tells what is left. Otherwise the newest objects were deleted.
@@ -91,7 +93,8 @@ export async function newestView(
       // The chain of the newest checkpoint is at most these slots: read the ones its restore
       // reads in one round (should the newest slot turn out uncommitted, the chain reads the rest).
       const path = pathOf(log.slots, hint, hinted.span);
-      const frames = readAhead && path.length <= PREFETCH ? prefetch(store, keys, path, limits, signal) : undefined;
+      const frames =
+        readAhead && path.length <= PREFETCH ? prefetch(store, keys, path, limits, signal, log.bodies) : undefined;
       const view = await committedView(store, log, limits, signal, frames);
       if (view.slots.length > 0) return view;
     }

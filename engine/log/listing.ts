@@ -8,7 +8,7 @@
  * key was taken by a fence of a higher epoch knows it has been fenced. The last key of a slot
  * decides it: a checkpoint frame means `seq` is committed, a fence means it is not yet.
  */
-import type { Store } from '../../storage-adapters/store.js';
+import type { ListOptions, Store } from '../../storage-adapters/store.js';
 import type { StreamKeys } from './keys.js';
 
 /** One seq's keys, in order. */
@@ -30,13 +30,17 @@ export interface LogListing {
   below: Slot[];
   /** Set when only the slots from this seq on were listed (see listLog). */
   from?: number | undefined;
+  /** With `withBodies`, on a store that scans: the bytes of every log key listed (readFrame takes them from here). */
+  bodies?: Map<string, Uint8Array>;
 }
 
 /**
  * Lists the log of a stream. Slots below the retention floor are set apart: retention has
  * deleted them, or is deleting them, and keeps their fences (see retention.ts). With `from`, only
  * the slots from seq `from` on are listed (and the floors), not the whole history; with `to` as
- * well, only the slots from `from` to `to`.
+ * well, only the slots from `from` to `to`. With `bodiesFrom` as well, for a caller that reads
+ * the frames of the slots from that seq on, a store that scans (Store.scan) gives their bytes with
+ * their keys, in the same round (the slots below it are listed as keys, beside the scan).
  */
 export async function listLog(
   store: Store,
@@ -44,19 +48,23 @@ export async function listLog(
   signal?: AbortSignal,
   from?: number,
   to?: number,
+  bodiesFrom?: number,
 ): Promise<LogListing> {
   const options = signal ? { signal } : undefined;
   let listed: string[];
+  const scans = bodiesFrom !== undefined && from !== undefined && typeof store.scan === 'function';
+  const bodies = scans ? new Map<string, Uint8Array>() : undefined;
   if (from === undefined) listed = await store.list(keys.root, options);
   else {
-    // '~' sorts after '.' and every hex digit: start after every key of slot from - 1.
-    const [floors, log] = await Promise.all([
+    // The slots below bodiesFrom as keys, those from it on with their bytes, side by side.
+    const split = scans ? Math.max(from, bodiesFrom!) : Infinity;
+    const below = split > from ? logKeys(store, keys, from, Math.min(split - 1, to ?? Infinity), signal) : [];
+    const [floors, under, over] = await Promise.all([
       store.list(keys.floors, options),
-      to === undefined
-        ? store.list(keys.log, { ...options, startAfter: `${keys.slot(from - 1)}~` })
-        : listUpTo(store, keys, from, to, signal),
+      below,
+      scans && split <= (to ?? Infinity) ? logKeys(store, keys, split, to, signal, bodies) : [],
     ]);
-    listed = [...floors, ...log];
+    listed = [...floors, ...under, ...over];
   }
   const all: Slot[] = [];
   const floorKeys: string[] = [];
@@ -77,7 +85,37 @@ export async function listLog(
   }
   const at = all.findIndex((s) => s.seq >= floor);
   const split = at < 0 ? all.length : at;
-  return { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split), from };
+  const log: LogListing = { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split), from };
+  if (bodies !== undefined) log.bodies = bodies;
+  return log;
+}
+
+/** The log's keys of the slots from `from` (to `to`); with `bodies`, scanned, their bytes put there. */
+function logKeys(
+  store: Store,
+  keys: StreamKeys,
+  from: number,
+  to: number | undefined,
+  signal?: AbortSignal,
+  bodies?: Map<string, Uint8Array>,
+): Promise<string[]> {
+  // '~' sorts after '.' and every hex digit: start after every key of slot from - 1.
+  if (to === undefined || to === Infinity)
+    return listing(store, keys.log, { ...(signal && { signal }), startAfter: `${keys.slot(from - 1)}~` }, bodies);
+  return listUpTo(store, keys, from, to, signal, bodies);
+}
+
+/** `store.list`, or with `bodies`, `store.scan` with each key's bytes put in `bodies`. */
+async function listing(
+  store: Store,
+  prefix: string,
+  options: ListOptions,
+  bodies: Map<string, Uint8Array> | undefined,
+): Promise<string[]> {
+  if (bodies === undefined) return store.list(prefix, options);
+  const objects = await store.scan!(prefix, options);
+  for (const { key, body } of objects) bodies.set(key, body);
+  return objects.map((o) => o.key);
 }
 
 /**
@@ -91,13 +129,15 @@ async function listUpTo(
   from: number,
   to: number,
   signal?: AbortSignal,
+  bodies?: Map<string, Uint8Array>,
 ): Promise<string[]> {
   const out: string[] = [];
   let startAfter = `${keys.slot(from - 1)}~`;
   // Bounded: every full page moves startAfter on by `limit` keys, and stops past `to`.
   for (;;) {
-    const limit = Math.min(1000, to - from + 9);
-    const page = await store.list(keys.log, { startAfter, limit, ...(signal ? { signal } : {}) });
+    // (A key or two past the range when scanning: each one read past the range is a body read for nothing.)
+    const limit = Math.min(1000, to - from + (bodies === undefined ? 9 : 2));
+    const page = await listing(store, keys.log, { startAfter, limit, ...(signal ? { signal } : {}) }, bodies);
     for (const key of page) {
       const seq = keys.parse(key)?.seq;
       if (seq !== undefined && seq > to) return out;

@@ -34,10 +34,10 @@ export async function seqView(
   limits: FrameReading,
   signal?: AbortSignal,
 ): Promise<CommittedView | undefined> {
-  const at = await listLog(store, keys, signal, Math.max(1, seq - CHAIN_GUESS + 1), seq);
+  const at = await listLog(store, keys, signal, Math.max(1, seq - CHAIN_GUESS + 1), seq, seq);
   const slot = at.slots[at.slots.length - 1];
   if (slot === undefined || slot.seq !== seq) return undefined;
-  const frame = await readFrame(store, keys, seq, tailKey(slot), limits, signal);
+  const frame = await readFrame(store, keys, seq, tailKey(slot), limits, signal, at.bodies);
   // A fence at the top is an uncommitted claim: the whole log tells what is committed below it.
   if (frame.kind === 'fence') return undefined;
   const base = frame.header.baseSeq;
@@ -45,7 +45,7 @@ export async function seqView(
   const listed = at.from !== undefined && base >= at.from;
   const log = listed
     ? { ...at, slots: at.slots.filter((s) => s.seq >= base), below: at.below.filter((s) => s.seq >= base), from: base }
-    : await listLog(store, keys, signal, base, seq);
+    : await listLog(store, keys, signal, base, seq, base);
   const frames = new Map<number, Promise<Frame>>([[seq, Promise.resolve(frame)]]);
   return { log, slots: log.slots, tailSlot: undefined, tailFrame: undefined, frames };
 }

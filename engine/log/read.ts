@@ -21,7 +21,10 @@ export function vanished(err: unknown): boolean {
   return err instanceof Vanished;
 }
 
-/** Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it vanished. */
+/**
+ * Reads and verifies the frame at `key` of slot `seq`; CORRUPT if damaged, NOT_FOUND if it
+ * vanished. `bodies`: what a listing that scanned already read (LogListing.bodies), used first.
+ */
 export async function readFrame(
   store: Store,
   keys: StreamKeys,
@@ -29,8 +32,9 @@ export async function readFrame(
   key: string,
   limits: FrameReading,
   signal?: AbortSignal,
+  bodies?: ReadonlyMap<string, Uint8Array>,
 ): Promise<Frame> {
-  const bytes = await store.get(key, signal ? { signal } : undefined);
+  const bytes = bodies?.get(key) ?? (await store.get(key, signal ? { signal } : undefined));
   if (bytes === undefined) throw vanishedError(keys, seq, key);
   return openFrame(bytes, { stream: keys.stream, key, seq }, limits);
 }

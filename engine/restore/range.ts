@@ -68,11 +68,11 @@ export async function restoreRange<S = unknown>(
     // One listing of the range and of CHAIN_GUESS slots below it, where its bases usually are;
     // then every frame of the range at once: they tell which slots are committed, and where each
     // chain starts; then the chains, together.
-    const listed = await listLog(store, keys, signal, Math.max(1, from - CHAIN_GUESS + 1), to);
+    const listed = await listLog(store, keys, signal, Math.max(1, from - CHAIN_GUESS + 1), to, from);
     const frames = new Map<number, Promise<Frame>>();
     for (const slot of listed.slots) {
       if (slot.seq < from) continue;
-      const frame = readFrame(store, keys, slot.seq, tailKey(slot), limits, signal);
+      const frame = readFrame(store, keys, slot.seq, tailKey(slot), limits, signal, listed.bodies);
       frame.catch(() => undefined); // (surfaces where it is used)
       frames.set(slot.seq, frame);
     }

@@ -167,7 +167,8 @@ function frameReader(
       );
     }
     if (slot === view.tailSlot && view.tailFrame) return view.tailFrame;
-    const frame = await (view.frames?.get(s) ?? readFrame(store, keys, s, tailKey(slot), limits, signal));
+    const frame = await (view.frames?.get(s) ??
+      readFrame(store, keys, s, tailKey(slot), limits, signal, view.log.bodies));
     // A fence where the listing had a checkpoint: the checkpoint was deleted since (a floor moved
     // past it; its fences are kept): list again.
     const gone = frame.kind === 'fence' ? await listedThenGone(store, keys, s, tailKey(slot), signal) : undefined;

@@ -1,4 +1,4 @@
-import type { ListOptions, Store, StoreOptions } from '../store.js';
+import type { ListOptions, ScannedObject, Store, StoreOptions } from '../store.js';
 import sortedBtree from 'sorted-btree';
 import { assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
 
@@ -44,6 +44,20 @@ export class MemoryStore implements Store {
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
     assertPrefix(prefix, options?.limit);
     throwIfAborted('list', prefix, options?.signal);
+    return this.#keys(prefix, options);
+  }
+
+  async scan(prefix: string, options?: ListOptions): Promise<ScannedObject[]> {
+    assertPrefix(prefix, options?.limit);
+    throwIfAborted('scan', prefix, options?.signal);
+    // Copies, as get gives.
+    return this.#keys(prefix, options).map((key) => ({
+      key,
+      body: Uint8Array.prototype.slice.call(this.#objects.get(key)!),
+    }));
+  }
+
+  #keys(prefix: string, options?: ListOptions): string[] {
     const after = options?.startAfter;
     // The first key at or after the prefix, or strictly after startAfter when that comes later.
     const from = after !== undefined && after >= prefix ? this.#objects.nextHigherKey(after) : prefix;

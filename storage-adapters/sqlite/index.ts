@@ -6,7 +6,7 @@
  */
 import * as path from 'node:path';
 import './binding.js';
-import type { ListOptions, Store, StoreOptions } from '../store.js';
+import type { ListOptions, ScannedObject, Store, StoreOptions } from '../store.js';
 import { StatefoldError, describeValue } from '../errors.js';
 import { assertKey, assertPrefix, storageError, throwIfAborted } from '../kit/index.js';
 import { isDamage, type OpenSettings } from './database.js';
@@ -251,6 +251,19 @@ export class SqliteStore implements Store {
     throwIfAborted('list', prefix, options?.signal);
     this.#stats.reads++;
     return (reply as Extract<Outcome, { keys: string[] }>).keys;
+  }
+
+  async scan(prefix: string, options?: ListOptions): Promise<ScannedObject[]> {
+    assertPrefix(prefix, options?.limit);
+    throwIfAborted('scan', prefix, options?.signal);
+    const reply = await this.#call(
+      'scan',
+      prefix,
+      this.#read({ id: 0, op: 'scan', prefix, after: options?.startAfter, limit: options?.limit }),
+    );
+    throwIfAborted('scan', prefix, options?.signal);
+    this.#stats.reads++;
+    return (reply as Extract<Outcome, { objects: unknown }>).objects;
   }
 
   async delete(key: string, options?: StoreOptions): Promise<void> {

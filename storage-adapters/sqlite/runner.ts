@@ -11,7 +11,7 @@ export type Job =
   | { id: number; op: 'put'; key: string; body: Uint8Array }
   | { id: number; op: 'delete'; key: string }
   | { id: number; op: 'get'; key: string }
-  | { id: number; op: 'list'; prefix: string; after: string | undefined; limit: number | undefined };
+  | { id: number; op: 'list' | 'scan'; prefix: string; after: string | undefined; limit: number | undefined };
 
 /** What a runner answers for one call. */
 export type Reply =
@@ -19,6 +19,7 @@ export type Reply =
   | { id: number; deleted: true }
   | { id: number; body: Uint8Array | null }
   | { id: number; keys: string[] }
+  | { id: number; objects: { key: string; body: Uint8Array }[] }
   | { id: number; error: Failure };
 
 /** What a batch gives: its replies, and the transactions committed for them (0 or 1). */
@@ -50,6 +51,8 @@ interface Connection {
   read?: Statement;
   listFrom?: Statement;
   listAfter?: Statement;
+  scanFrom?: Statement;
+  scanAfter?: Statement;
 }
 
 export class Runner {
@@ -94,6 +97,8 @@ export class Runner {
         listAfter: db
           .prepare('SELECT key FROM statefold_objects WHERE key > ? AND key < ? ORDER BY key LIMIT ?')
           .pluck(),
+        scanFrom: db.prepare('SELECT key, body FROM statefold_objects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?'),
+        scanAfter: db.prepare('SELECT key, body FROM statefold_objects WHERE key > ? AND key < ? ORDER BY key LIMIT ?'),
       };
     }
     return this.#conn;
@@ -160,15 +165,19 @@ export class Runner {
         if (job.op === 'get') {
           const body = c === undefined ? undefined : (c.read!.get(job.key) as Uint8Array | undefined);
           replies.push({ id: job.id, body: body ?? null });
-        } else if (job.op === 'list') {
+        } else if (job.op === 'list' || job.op === 'scan') {
           const to = upperBound(job.prefix);
-          const keys =
-            c === undefined
-              ? []
-              : job.after !== undefined && job.after >= job.prefix
-                ? c.listAfter!.all(job.after, to, job.limit ?? -1)
-                : c.listFrom!.all(job.prefix, to, job.limit ?? -1);
-          replies.push({ id: job.id, keys: keys as string[] });
+          const after = job.after !== undefined && job.after >= job.prefix;
+          const [from, statement] =
+            job.op === 'list'
+              ? [after ? c?.listAfter : c?.listFrom, 'keys' as const]
+              : [after ? c?.scanAfter : c?.scanFrom, 'objects' as const];
+          const rows = from === undefined ? [] : from.all(after ? job.after! : job.prefix, to, job.limit ?? -1);
+          replies.push(
+            statement === 'keys'
+              ? { id: job.id, keys: rows as string[] }
+              : { id: job.id, objects: rows as { key: string; body: Uint8Array }[] },
+          );
         }
       } catch (err) {
         replies.push({ id: job.id, error: failure(err) });

@@ -183,6 +183,38 @@ export function describeStoreConformance<S extends Store>(init: StoreInitializer
       });
     });
 
+    describe('scan (optional)', () => {
+      it("gives what list gives with each key's bytes, for the same options, when the store scans", async () => {
+        const store = await create();
+        if (typeof store.scan !== 'function') return; // (optional: the engine lists and reads instead)
+        const keys = Array.from({ length: 12 }, (_, i) => `sc/${String(i).padStart(2, '0')}`);
+        for (const [i, key] of keys.entries()) await store.putIfAbsent(key, bytes(`${key} `.repeat(i * 300)));
+        await store.putIfAbsent('sc0/other', bytes('beside'));
+        for (const options of [
+          {},
+          { startAfter: 'sc/03' },
+          { startAfter: 'sc/035' },
+          { limit: 4 },
+          { startAfter: 'sc/09', limit: 2 },
+        ]) {
+          const listed = await store.list('sc/', options);
+          const scanned = await store.scan('sc/', options);
+          expect(scanned.map((o) => o.key)).toEqual(listed);
+          for (const { key, body } of scanned)
+            expect(Buffer.from(body).equals(Buffer.from((await store.get(key))!))).toBe(true);
+        }
+        expect(await store.scan('nothing/here/')).toEqual([]);
+        await store.delete('sc/05');
+        expect((await store.scan('sc/', { startAfter: 'sc/04', limit: 2 })).map((o) => o.key)).toEqual([
+          'sc/06',
+          'sc/07',
+        ]);
+        const reason = new Error('aborted by the conformance suite');
+        const err = await outcome(() => store.scan!('sc/', { signal: AbortSignal.abort(reason) }));
+        expect((err as StatefoldError).code).toBe('ABORTED');
+      });
+    });
+
     describe('delete', () => {
       it('removes an object so that get, list and putIfAbsent see it gone', async () => {
         const store = await create();
