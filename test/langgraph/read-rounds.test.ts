@@ -71,6 +71,21 @@ describe('StatefoldSaver reads from a new saver', () => {
     expect(again.calls).toBeLessThanOrEqual(12);
   });
 
+  it('on a store that scans (SQLite, memory), reads the latest from a new saver in 2 dependent rounds', async () => {
+    const counted = roundStore(new MemoryStore(), true);
+    const writer = new StatefoldSaver({ store: counted.store });
+    const ids = await run(writer, 120);
+    const expected = await writer.getTuple(cfg('t'));
+    await writer.close();
+    counted.reset();
+    const tuple = await new StatefoldSaver({ store: counted.store }).getTuple(cfg('t'));
+    expect(tuple).toEqual(expected);
+    expect(tuple?.checkpoint.id).toBe(ids[ids.length - 1]);
+    // The hint, then the floors and the newest chain with its keys (scan), together.
+    expect(counted.rounds).toBe(2);
+    expect(counted.calls).toBe(3);
+  });
+
   it('lists a whole thread reading each stored object about once, not once per checkpoint', async () => {
     const counted = roundStore();
     const writer = new StatefoldSaver({ store: counted.store });

@@ -7,7 +7,11 @@ import { HookStore } from './hook-store.js';
  * the event loop), then all the calls waiting are let through together, as one round. Calls made
  * together land in one round; a call made once another answered lands in a later one.
  */
-export function roundStore(inner: Store = new MemoryStore()): {
+export function roundStore(
+  inner: Store = new MemoryStore(),
+  /** Also offer `scan` (as the memory and SQLite stores do), counted as any other call. */
+  scans = false,
+): {
   store: Store;
   /** Rounds and calls since the last reset (or since counting started). */
   readonly rounds: number;
@@ -33,7 +37,7 @@ export function roundStore(inner: Store = new MemoryStore()): {
     pumping = false;
     for (const go of round) go();
   };
-  const store = new HookStore(inner, async (op, key) => {
+  const hook = async (op: string, key: string): Promise<void> => {
     if (!counting) return;
     calls++;
     if (process.env.ROUNDS_LOG) console.error(rounds + 1, op, key.slice(-24));
@@ -41,7 +45,15 @@ export function roundStore(inner: Store = new MemoryStore()): {
       waiting.push(resolve);
       if (!pumping) void pump();
     });
-  });
+  };
+  const store: Store = new HookStore(inner, hook);
+  if (scans) {
+    const scan = inner.scan!.bind(inner);
+    store.scan = async (prefix, options) => {
+      await hook('scan', prefix);
+      return scan(prefix, options);
+    };
+  }
   return {
     store,
     get rounds() {
