@@ -2,6 +2,7 @@
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import {
+  listStreams,
   StatefoldError,
   type EffectRetention,
   type Encryption,
@@ -10,6 +11,7 @@ import {
   type Retention,
   type Store,
 } from '../../engine/index.js';
+import { parseStream, threadPrefix } from './codec.js';
 
 /** Options of `new StatefoldSaver`. */
 export interface StatefoldSaverOptions {
@@ -67,4 +69,24 @@ export function invalid(op: string, field: string, value: unknown): StatefoldErr
     'INVALID_ARGUMENT',
     `StatefoldSaver.${op}: ${field} must be a string (got ${value === null ? 'null' : typeof value})`,
   );
+}
+
+/** The (thread, ns) pairs a list call covers: from the config, else from the store's stream listing. */
+export async function threadsOf(
+  store: Store,
+  prefix: string,
+  config: RunnableConfig,
+): Promise<{ thread: string; ns: string }[]> {
+  const thread = idOf(config.configurable?.thread_id, 'list', 'thread_id', true);
+  const ns = config.configurable?.checkpoint_ns as unknown;
+  if (ns !== undefined && typeof ns !== 'string') throw invalid('list', 'checkpoint_ns', ns);
+  if (thread !== undefined && ns !== undefined) return [{ thread, ns }];
+  const found: { thread: string; ns: string }[] = [];
+  for (const stream of await listStreams(store, {
+    prefix: thread === undefined ? prefix : threadPrefix(prefix, thread),
+  })) {
+    const parsed = parseStream(prefix, stream);
+    if (parsed !== undefined && (ns === undefined || parsed.ns === ns)) found.push(parsed);
+  }
+  return found;
 }

@@ -12,6 +12,8 @@ export class Threads {
   readonly #open = new Map<string, Thread>();
   /** Streams whose closed thread's writer is still closing. */
   readonly #closing = new Map<string, Promise<void>>();
+  /** A deleteThread in progress, by thread id (see `deleting`). */
+  readonly #deleting = new Map<string, Promise<void>>();
 
   constructor(
     private readonly prefix: string,
@@ -65,6 +67,37 @@ export class Threads {
     this.#open.delete(stream);
     if (t !== undefined) await this.#close(stream, t).catch(() => undefined);
     await this.#closing.get(stream);
+  }
+
+  /**
+   * Runs `deletion` of thread id `thread` after any deletion of it called before; calls on the
+   * thread made meanwhile wait for it (`afterDelete`), and those made before it are waited for
+   * (dropping a thread's writer waits for what is queued on it): a call runs in call order.
+   */
+  async deleting(thread: string, deletion: () => Promise<void>): Promise<void> {
+    const before = this.#deleting.get(thread);
+    const run = (async () => {
+      await before?.catch(() => undefined);
+      await deletion();
+    })();
+    this.#deleting.set(thread, run);
+    try {
+      await run;
+    } finally {
+      if (this.#deleting.get(thread) === run) this.#deleting.delete(thread);
+    }
+  }
+
+  /**
+   * A deletion of `thread` called before and not done, to wait for (settles when it does, its
+   * outcome being its caller's); undefined when there is none, so that a call with nothing to
+   * wait for queues at once, in call order.
+   */
+  deletionOf(thread: string): Promise<void> | undefined {
+    return this.#deleting.get(thread)?.then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /** Closes every open thread's writer, after what is queued on each; rejects with the first failure once all are closed. */

@@ -27,7 +27,6 @@ import {
   assertPrefix,
   channelToPlain,
   type ItemCache,
-  parseStream,
   streamOf,
   threadPrefix,
   toPlain,
@@ -37,7 +36,7 @@ import {
   type ThreadState,
   type Writes,
 } from './codec.js';
-import { idOf, invalid, missing, nsOf, type StatefoldSaverOptions } from './config.js';
+import { idOf, missing, nsOf, threadsOf, type StatefoldSaverOptions } from './config.js';
 import { checkpointOf } from './history.js';
 import { Threads } from './pool.js';
 import { AFTER_COMMIT, type Entry, type Head, type Thread } from './thread.js';
@@ -94,6 +93,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     if (thread === undefined) return undefined;
     const ns = nsOf(config);
     const wanted = idOf(config.configurable?.checkpoint_id, 'getTuple', 'checkpoint_id', true);
+    const deleting = this.#threads.deletionOf(thread);
+    if (deleting !== undefined) await deleting;
     const t = this.#thread(thread, ns);
     return t.run(async () => {
       if (wanted === undefined) {
@@ -147,8 +148,10 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     let remaining = options.limit ?? Infinity;
     const beforeId = idOf(before?.configurable?.checkpoint_id, 'list', 'before.checkpoint_id', true);
     const onlyId = idOf(config.configurable?.checkpoint_id, 'list', 'checkpoint_id', true);
-    for (const { thread, ns } of await this.#streams(config)) {
+    for (const { thread, ns } of await threadsOf(this.store, this.prefix, config)) {
       if (remaining <= 0) return;
+      const deleting = this.#threads.deletionOf(thread);
+      if (deleting !== undefined) await deleting;
       // Read without keeping the thread open: a listing of many threads closes no writer.
       const t = this.#threads.reader(thread, ns);
       const found = await t.run(() => matching(this.serde, t, { beforeId, onlyId, filter, limit: remaining }));
@@ -168,21 +171,6 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     }
   }
 
-  /** The (thread, ns) pairs a list call covers: from the config, else from the store's stream listing. */
-  async #streams(config: RunnableConfig): Promise<{ thread: string; ns: string }[]> {
-    const thread = idOf(config.configurable?.thread_id, 'list', 'thread_id', true);
-    const ns = config.configurable?.checkpoint_ns as unknown;
-    if (ns !== undefined && typeof ns !== 'string') throw invalid('list', 'checkpoint_ns', ns);
-    if (thread !== undefined && ns !== undefined) return [{ thread, ns }];
-    const prefix = thread === undefined ? this.prefix : threadPrefix(this.prefix, thread);
-    const found: { thread: string; ns: string }[] = [];
-    for (const stream of await listStreams(this.store, { prefix })) {
-      const parsed = parseStream(this.prefix, stream);
-      if (parsed !== undefined && (ns === undefined || parsed.ns === ns)) found.push(parsed);
-    }
-    return found;
-  }
-
   async put(
     config: RunnableConfig,
     checkpoint: Checkpoint,
@@ -194,9 +182,14 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const ns = nsOf(config);
     const parent = idOf(config.configurable.checkpoint_id, 'put', 'checkpoint_id', true) ?? null;
     const id = idOf(checkpoint?.id, 'put', 'checkpoint.id')!;
-    const md = await toPlain(this.serde, metadata);
+    const deleting = this.#threads.deletionOf(thread);
+    if (deleting !== undefined) await deleting;
+    // Serialized now, awaited in the write: the put takes its place in the thread's queue at once.
+    const metaPlain = toPlain(this.serde, metadata);
+    metaPlain.catch(() => undefined); // (its error is the write's)
     const t = this.#thread(thread, ns);
     await t.writeLast(async (head, committed) => {
+      const md = await metaPlain;
       const headId = head?.state.cp?.id;
       const max = head?.meta.max ?? null;
       const reput = max !== null && id <= max && id !== headId;
@@ -284,9 +277,13 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     const thread = idOf(config?.configurable?.thread_id, 'putWrites', 'thread_id')!;
     const id = idOf(config.configurable?.checkpoint_id, 'putWrites', 'checkpoint_id')!;
     const task = idOf(taskId, 'putWrites', 'taskId')!;
-    const records = await toRecords(this.serde, writes, task, taskPath);
+    const deleting = this.#threads.deletionOf(thread);
+    if (deleting !== undefined) await deleting;
+    const serialized = toRecords(this.serde, writes, task, taskPath);
+    serialized.catch(() => undefined); // (its error is the write's)
     const t = this.#thread(thread, nsOf(config));
     await t.write(async (head, committed) => {
+      const records = await serialized;
       const cp = head?.state.cp ?? null;
       const own = cp === null || cp.id === id;
       // (A lookup reads the store, which lacks what is pending: it waits for that to be committed.)
@@ -316,10 +313,12 @@ export class StatefoldSaver extends BaseCheckpointSaver {
 
   async deleteThread(threadId: string): Promise<void> {
     const thread = idOf(threadId, 'deleteThread', 'threadId')!;
-    for (const stream of await listStreams(this.store, { prefix: threadPrefix(this.prefix, thread) })) {
-      await this.#threads.drop(stream);
-      await deleteStream(this.store, stream);
-    }
+    await this.#threads.deleting(thread, async () => {
+      for (const stream of await listStreams(this.store, { prefix: threadPrefix(this.prefix, thread) })) {
+        await this.#threads.drop(stream);
+        await deleteStream(this.store, stream);
+      }
+    });
   }
 
   /**
@@ -337,6 +336,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
   ): Promise<T> {
     const thread = idOf(config?.configurable?.thread_id, 'effect', 'thread_id')!;
     const onPending = options?.onPending;
+    const deleting = this.#threads.deletionOf(thread);
+    if (deleting !== undefined) await deleting;
     return this.#thread(thread, '').effect(token, fn, onPending === undefined ? undefined : { onPending });
   }
 

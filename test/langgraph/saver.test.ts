@@ -312,6 +312,32 @@ describe('StatefoldSaver', () => {
     expect(await listStreams(saver.store)).toEqual(['langgraph/["10",""]']);
   });
 
+  it('runs calls on a thread in call order, also around deleteThread: a put called after it is kept', async () => {
+    const saver = new StatefoldSaver({ store: new MemoryStore() });
+    const meta = { source: 'loop' as const, step: 0, parents: {} };
+    const [old, kept] = [uuid6(1), uuid6(2)];
+    // A read called before a put does not see it; one called after it does, neither awaited.
+    const before = saver.getTuple(cfg('t'));
+    const first = saver.put(cfg('t'), checkpointOf(old, 0, ['old']), meta, { messages: 1 });
+    const after = saver.getTuple(cfg('t'));
+    await first;
+    expect(await before).toBeUndefined();
+    expect((await after)?.checkpoint.id).toBe(old);
+    // Not awaited in between: the delete, then a put and reads, called in that order.
+    const deleted = saver.deleteThread('t');
+    const put = saver.put(cfg('t'), checkpointOf(kept, 0, ['new']), meta, { messages: 1 });
+    const read = saver.getTuple(cfg('t'));
+    await Promise.all([deleted, put]);
+    expect((await read)?.checkpoint.id).toBe(kept);
+    expect((await saver.getTuple(cfg('t')))?.checkpoint.channel_values).toEqual({ messages: ['new'] });
+    expect(await saver.getTuple(cfg('t', old))).toBeUndefined();
+    // A put called before the delete is deleted with the thread.
+    const gone = saver.put(cfg('t'), checkpointOf(uuid6(3), 1, ['gone']), meta, { messages: 2 });
+    await Promise.all([gone, saver.deleteThread('t')]);
+    expect(await saver.getTuple(cfg('t'))).toBeUndefined();
+    expect(await listStreams(saver.store)).toEqual([]);
+  });
+
   it('rejects a config without a thread_id or checkpoint_id with INVALID_ARGUMENT', async () => {
     const saver = new StatefoldSaver({ store: new MemoryStore() });
     const cp = checkpointOf(uuid6(1), 0, []);
