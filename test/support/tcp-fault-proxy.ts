@@ -1,0 +1,83 @@
+import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+
+/**
+ * A TCP proxy on 127.0.0.1 in front of a real server (PostgreSQL in the tests) that drops one
+ * connection at a chosen point of one request, on the wire: the driver and the server are real.
+ * Armed with a marker (bytes of the request, e.g. the SQL text in its Parse message), it acts on
+ * the first client chunk that holds it:
+ * - 'before-send': the connection is closed and the chunk never reaches the server (not landed);
+ * - 'drop-answer': the chunk (and what follows it) is forwarded and served, then the connection is
+ *   closed at the server's first answer, which never reaches the client (landed, answer lost).
+ */
+export type DropPoint = 'before-send' | 'drop-answer';
+
+export class TcpFaultProxy {
+  /** Connections dropped so far. */
+  dropped = 0;
+  #armed: { marker: Buffer; point: DropPoint } | undefined;
+  readonly #pairs = new Set<[Socket, Socket]>();
+
+  private constructor(
+    readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(upstreamPort: number, upstreamHost = '127.0.0.1'): Promise<TcpFaultProxy> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const proxy = new TcpFaultProxy(server, (server.address() as AddressInfo).port);
+    server.on('connection', (client) => proxy.#pipe(client, upstreamPort, upstreamHost));
+    return proxy;
+  }
+
+  /** Drops the connection that next sends `marker`, at `point`. */
+  arm(marker: string, point: DropPoint): void {
+    this.#armed = { marker: Buffer.from(marker), point };
+  }
+
+  get armed(): boolean {
+    return this.#armed !== undefined;
+  }
+
+  #pipe(client: Socket, port: number, host: string): void {
+    const upstream = createConnection({ port, host });
+    const pair: [Socket, Socket] = [client, upstream];
+    this.#pairs.add(pair);
+    let dropAtAnswer = false;
+    const drop = (): void => {
+      this.dropped++;
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('data', (chunk: Buffer) => {
+      const armed = this.#armed;
+      if (armed !== undefined && chunk.includes(armed.marker)) {
+        this.#armed = undefined;
+        if (armed.point === 'before-send') return drop();
+        dropAtAnswer = true;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (dropAtAnswer) return drop();
+      client.write(chunk);
+    });
+    const end = (): void => {
+      client.destroy();
+      upstream.destroy();
+      this.#pairs.delete(pair);
+    };
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', end);
+    upstream.on('error', end);
+  }
+
+  async close(): Promise<void> {
+    for (const [a, b] of this.#pairs) {
+      a.destroy();
+      b.destroy();
+    }
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
