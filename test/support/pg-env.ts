@@ -28,3 +28,16 @@ export function freshTable(label: string): string {
   counter++;
   return `t_${label}_${process.pid}_${Date.now().toString(36)}_${counter}`.replace(/[^A-Za-z0-9_]/g, '_').slice(0, 63);
 }
+
+/** Drops the tables the tests made (each test file cleans up after itself: one database serves them all). */
+export async function dropTables(url: string, tables: Iterable<string>): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    for (const table of new Set(tables)) await client.query(`DROP TABLE IF EXISTS "${table}"`);
+  } finally {
+    await client.end();
+  }
+}
