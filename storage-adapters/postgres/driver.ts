@@ -36,7 +36,11 @@ export interface PgPool {
 }
 
 interface PgModule {
-  Pool: new (config: { connectionString: string; connectionTimeoutMillis?: number; max?: number }) => PgPool;
+  Pool: new (config: {
+    connectionString: string;
+    connectionTimeoutMillis?: number;
+    allowExitOnIdle?: boolean;
+  }) => PgPool;
 }
 
 const pg = loadPeer<PgModule & { default?: PgModule }>('pg', NOT_INSTALLED);

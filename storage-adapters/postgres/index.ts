@@ -115,7 +115,15 @@ export class PostgresStore implements Store {
     this.table = options.table ?? DEFAULT_TABLE;
     this.#sql = quoteTable(this.table, 'new PostgresStore');
     this.#ownsPool = pool === undefined;
-    this.#pool = pool ?? new Pool({ connectionString: connectionString!, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    // allowExitOnIdle: idle connections of a pool the store made do not keep the process alive
+    // (a program that is done exits without close(), as it does on the other stores).
+    this.#pool =
+      pool ??
+      new Pool({
+        connectionString: connectionString!,
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+        allowExitOnIdle: true,
+      });
     // An idle connection of our own pool that the server drops must not crash the process (pg
     // emits it on the pool); the next call on it fails and says why.
     if (this.#ownsPool) this.#pool.on('error', () => {});
