@@ -18,6 +18,8 @@ interface Queued {
 const MAX_BATCH = 1_000;
 /** Rounds of read back and retry before a lost statement is reported as an unknown outcome. */
 const MAX_ROUNDS = 4;
+/** SQLSTATEs of a statement the server rolled back whole and may run again: deadlock, serialization failure. */
+const ROLLED_BACK = new Set(['40P01', '40001']);
 
 /** A statement sent on a connection that was lost before its answer came: it may or may not have committed. */
 export class LostAnswer extends Error {
@@ -135,7 +137,10 @@ export class GroupCommit {
   #insert(items: { write: { key: string; body: Buffer } }[], writes: number): Promise<PgResult> {
     const values: unknown[] = [];
     const rows: string[] = [];
-    for (const { write } of items) {
+    // In key order: two processes inserting overlapping keys then wait for each other in one order,
+    // never in a cycle (a deadlock).
+    const sorted = [...items].sort((a, b) => (a.write.key < b.write.key ? -1 : a.write.key > b.write.key ? 1 : 0));
+    for (const { write } of sorted) {
       values.push(write.key, write.body);
       rows.push(`($${values.length - 1}, $${values.length})`);
     }
@@ -198,7 +203,7 @@ export class GroupCommit {
 
   /** A run of deletes: one DELETE of every key. Lost, it is sent again: deleting is idempotent. */
   async #deletes(run: Queued[]): Promise<void> {
-    const keys = [...new Set(run.map((q) => q.write.key))];
+    const keys = [...new Set(run.map((q) => q.write.key))].sort();
     let last: unknown;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       try {
@@ -221,28 +226,34 @@ export class GroupCommit {
   /**
    * One statement (its own transaction) on a connection of the pool. A failure after it was sent,
    * with no answer from the server, throws LostAnswer once the connection's backend has finished
-   * with it (so that what it did is final before anyone reads back).
+   * with it (so that what it did is final before anyone reads back). A statement the server rolled
+   * back as a deadlock or a serialization failure did nothing: it is sent again (a few times).
    */
   async #statement(text: string, values: unknown[], writes: number): Promise<PgResult> {
-    const client = await this.pool.connect();
-    const ignore = (): void => {};
-    client.on('error', ignore);
-    let result: PgResult;
-    try {
-      result = await client.query(text, values);
-    } catch (err) {
-      const lost = isLost(err);
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      const ignore = (): void => {};
+      client.on('error', ignore);
+      let result: PgResult;
+      try {
+        result = await client.query(text, values);
+      } catch (err) {
+        const lost = isLost(err);
+        client.off('error', ignore);
+        client.release(lost ? (err as Error) : undefined);
+        if (lost) {
+          await this.#backendDone(client);
+          throw new LostAnswer(err);
+        }
+        if (attempt < MAX_ROUNDS && ROLLED_BACK.has((err as { code?: string }).code ?? '')) continue;
+        throw err;
+      }
       client.off('error', ignore);
-      client.release(lost ? (err as Error) : undefined);
-      if (!lost) throw err;
-      await this.#backendDone(client);
-      throw new LostAnswer(err);
+      client.release();
+      this.stats.transactions++;
+      this.stats.writes += writes;
+      return result;
     }
-    client.off('error', ignore);
-    client.release();
-    this.stats.transactions++;
-    this.stats.writes += writes;
-    return result;
   }
 
   /**

@@ -173,6 +173,25 @@ describePg('postgres store: two stores on one table', () => {
   });
 });
 
+describePg('postgres store: two stores creating overlapping keys in opposite orders', () => {
+  it('never deadlocks: every call resolves, exactly one store creates each key', async () => {
+    const table = freshTable('order');
+    tables.push(table);
+    const a = new PostgresStore({ pool: newPool(), table });
+    const b = new PostgresStore({ pool: newPool(), table });
+    await Promise.all([a.list('o/'), b.list('o/')]);
+    for (let round = 0; round < 10; round++) {
+      const keys = Array.from({ length: 50 }, (_, i) => `o/${round}/${String(i).padStart(2, '0')}`);
+      const [ra, rb] = await Promise.all([
+        Promise.all(keys.map((k) => a.putIfAbsent(k, bytes('a')))),
+        Promise.all([...keys].reverse().map((k) => b.putIfAbsent(k, bytes('b')))),
+      ]);
+      rb.reverse();
+      for (let i = 0; i < keys.length; i++) expect(ra[i] !== rb[i], `${keys[i]}`).toBe(true);
+    }
+  });
+});
+
 describePg('postgres store: connections lost mid-commit', () => {
   const proxied = async (): Promise<{ store: PostgresStore; proxy: TcpFaultProxy }> => {
     const port = Number(new URL(url!).port);
