@@ -16,6 +16,8 @@ interface Queued {
 
 /** At most this many writes in one statement (two parameters each, PostgreSQL takes 65,535). */
 const MAX_BATCH = 1_000;
+/** Writes join a batch while its bodies total less than this: one statement stays a few MB, not GB. */
+const MAX_BATCH_BYTES = 16 * 1024 * 1024;
 /** Rounds of read back and retry before a lost statement is reported as an unknown outcome. */
 const MAX_ROUNDS = 4;
 /** SQLSTATEs of a statement the server rolled back whole and may run again: deadlock, serialization failure. */
@@ -88,16 +90,30 @@ export class GroupCommit {
   }
 
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      // What arrived while the previous batch committed is the next batch.
-      const batch = this.#queue.splice(0, MAX_BATCH);
-      for (const run of runs(batch)) {
-        if (run[0]!.write.op === 'put') await this.#creates(run);
-        else await this.#deletes(run);
+    try {
+      while (this.#queue.length > 0) {
+        // What arrived while the previous batch committed is the next batch (up to MAX_BATCH writes
+        // and MAX_BATCH_BYTES of bodies, at least one write).
+        let n = 0;
+        for (let bytes = 0; n < this.#queue.length && n < MAX_BATCH && (n === 0 || bytes < MAX_BATCH_BYTES); n++) {
+          const write = this.#queue[n]!.write;
+          if (write.op === 'put') bytes += write.body.byteLength;
+        }
+        const batch = this.#queue.splice(0, n);
+        for (const run of runs(batch)) {
+          try {
+            if (run[0]!.write.op === 'put') await this.#creates(run);
+            else await this.#deletes(run);
+          } catch (err) {
+            // Not expected (every failure is settled above): still, no call is left waiting.
+            for (const q of run) q.reject(err);
+          }
+        }
       }
+    } finally {
+      this.#running = false;
+      for (const resolve of this.#idle.splice(0)) resolve();
     }
-    this.#running = false;
-    for (const resolve of this.#idle.splice(0)) resolve();
   }
 
   /** A run of creates: one INSERT ... ON CONFLICT DO NOTHING of every key (the first call for a key), RETURNING those it inserted. */

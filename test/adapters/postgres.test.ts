@@ -119,6 +119,19 @@ describePg('postgres store: group commit', () => {
     expect((await store.list('g/')).length).toBe(101);
   });
 
+  it('cuts a batch of large bodies into statements of about 16 MB, each call with its own result', async () => {
+    const store = freshStore();
+    const before = store.stats();
+    const big = (i: number): Buffer => Buffer.alloc(3 * 1024 * 1024, i);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.putIfAbsent(`big/${i}`, big(i))));
+    expect(results).toEqual(Array<boolean>(12).fill(true));
+    const after = store.stats();
+    expect(after.writes - before.writes).toBe(12);
+    // 6 bodies of 3 MB reach 16 MB: two statements of 6.
+    expect(after.transactions - before.transactions).toBe(2);
+    expect(Buffer.compare(Buffer.from((await store.get('big/11'))!), big(11))).toBe(0);
+  });
+
   it('keeps the order of creates and deletes of one batch', async () => {
     const store = freshStore();
     const results = await Promise.all([
