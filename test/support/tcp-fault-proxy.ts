@@ -7,9 +7,13 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
  * the first client chunk that holds it:
  * - 'before-send': the connection is closed and the chunk never reaches the server (not landed);
  * - 'drop-answer': the chunk (and what follows it) is forwarded and served, then the connection is
- *   closed at the server's first answer, which never reaches the client (landed, answer lost).
+ *   closed at the server's first answer, which never reaches the client (landed, answer lost);
+ * - 'half-open': as 'drop-answer', but only the client's side is closed: the server's side stays
+ *   open, as after a network failure nobody noticed, and its backend lives on, idle;
+ * - 'late': the client's side is closed at once, and the chunk reaches the server's side (kept
+ *   open) 300 ms later, as a request delayed in the network arrives after the client gave up.
  */
-export type DropPoint = 'before-send' | 'drop-answer';
+export type DropPoint = 'before-send' | 'drop-answer' | 'half-open' | 'late';
 
 export class TcpFaultProxy {
   /** Connections dropped so far. */
@@ -43,23 +47,32 @@ export class TcpFaultProxy {
     const upstream = createConnection({ port, host });
     const pair: [Socket, Socket] = [client, upstream];
     this.#pairs.add(pair);
-    let dropAtAnswer = false;
-    const drop = (): void => {
+    let dropAt: DropPoint | undefined;
+    /** Set when the client's side was closed on purpose and the server's side is to stay open. */
+    let detached = false;
+    const drop = (keepUpstream: boolean): void => {
       this.dropped++;
+      detached = keepUpstream;
       client.destroy();
-      upstream.destroy();
+      if (!keepUpstream) upstream.destroy();
     };
     client.on('data', (chunk: Buffer) => {
       const armed = this.#armed;
       if (armed !== undefined && chunk.includes(armed.marker)) {
         this.#armed = undefined;
-        if (armed.point === 'before-send') return drop();
-        dropAtAnswer = true;
+        if (armed.point === 'before-send') return drop(false);
+        if (armed.point === 'late') {
+          drop(true);
+          setTimeout(() => upstream.write(chunk), 300);
+          return;
+        }
+        dropAt = armed.point;
       }
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
-      if (dropAtAnswer) return drop();
+      if (detached) return;
+      if (dropAt !== undefined) return drop(dropAt === 'half-open');
       client.write(chunk);
     });
     const end = (): void => {
@@ -67,9 +80,13 @@ export class TcpFaultProxy {
       upstream.destroy();
       this.#pairs.delete(pair);
     };
-    client.on('close', end);
+    client.on('close', () => {
+      if (!detached) end();
+    });
     upstream.on('close', end);
-    client.on('error', end);
+    client.on('error', () => {
+      if (!detached) end();
+    });
     upstream.on('error', end);
   }
 
