@@ -7,8 +7,8 @@
 import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError, describeCause, describeValue } from '../errors.js';
 import { assertKey, assertPrefix, throwIfAborted } from '../kit/index.js';
-import { GroupCommit, type CommitStats, type Write } from './commit.js';
-import { Pool, type PgPool } from './driver.js';
+import { GroupCommit, isLost, type CommitStats, type Write } from './commit.js';
+import { Pool, type PgPool, type PgResult } from './driver.js';
 import { DEFAULT_TABLE, SchemaOnce, postgresSchema, quoteTable } from './schema.js';
 
 export { DEFAULT_TABLE, postgresSchema } from './schema.js';
@@ -135,7 +135,7 @@ export class PostgresStore implements Store {
     assertKey('get', key);
     throwIfAborted('get', key, options?.signal);
     const { rows } = await this.#run('get', key, () =>
-      this.#pool.query(`SELECT body FROM ${this.#sql} WHERE key = $1`, [key]),
+      this.#read(`SELECT body FROM ${this.#sql} WHERE key = $1`, [key]),
     );
     throwIfAborted('get', key, options?.signal);
     this.#reads++;
@@ -180,7 +180,7 @@ export class PostgresStore implements Store {
       values.push(options.limit);
       text += ` LIMIT $${values.length}`;
     }
-    const { rows } = await this.#run('list', prefix, () => this.#pool.query(text, values));
+    const { rows } = await this.#run('list', prefix, () => this.#read(text, values));
     throwIfAborted('list', prefix, options?.signal);
     this.#reads++;
     return rows.map((r) => r.key as string);
@@ -215,6 +215,16 @@ export class PostgresStore implements Store {
     await Promise.allSettled([...this.#inFlight]);
     await this.#commit.idle();
     if (this.#ownsPool) await this.#pool.end();
+  }
+
+  /** A read, sent once more on a new connection when its connection was lost (a server restart leaves dead ones). */
+  async #read(text: string, values: unknown[]): Promise<PgResult> {
+    try {
+      return await this.#pool.query(text, values);
+    } catch (err) {
+      if (!isLost(err)) throw err;
+      return this.#pool.query(text, values);
+    }
   }
 
   async #write(op: string, write: Write): Promise<boolean | undefined> {

@@ -280,6 +280,17 @@ describePg('postgres store: connections lost mid-commit', () => {
     await proxy.close();
   });
 
+  it('sends a read lost with its connection once more, on a new connection', async () => {
+    const { store, proxy } = await proxied();
+    await store.putIfAbsent('q/a', bytes('a'));
+    proxy.arm('SELECT body', 'before-send');
+    expect(text(await store.get('q/a'))).toBe('a');
+    proxy.arm('SELECT key', 'drop-answer');
+    expect(await store.list('q/')).toEqual(['q/a']);
+    expect(proxy.dropped).toBe(2);
+    await proxy.close();
+  });
+
   it('sends a delete lost with its connection again', async () => {
     const { store, proxy } = await proxied();
     await store.putIfAbsent('x/a', bytes('a'));
