@@ -11,7 +11,7 @@ import { GroupCommit, isLost, type CommitStats, type Write } from './commit.js';
 import { Pool, type PgPool, type PgResult } from './driver.js';
 import { DEFAULT_TABLE, SchemaOnce, postgresSchema, quoteTable } from './schema.js';
 
-export { DEFAULT_TABLE, postgresSchema } from './schema.js';
+export { DEFAULT_TABLE, createPostgresSchema, postgresSchema } from './schema.js';
 export type { PgPool, PgPoolClient, PgResult } from './driver.js';
 
 /** Options of `new PostgresStore(...)`: a pool of your own, or a connection string. */

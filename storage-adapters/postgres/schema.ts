@@ -37,6 +37,14 @@ export function postgresSchema(table: string = DEFAULT_TABLE): string {
 /** SQLSTATEs of a CREATE TABLE IF NOT EXISTS that lost a race with another's: the table is there now. */
 const CREATED_BY_ANOTHER = new Set(['23505', '42P07']);
 
+/**
+ * Creates a PostgresStore's table on `pool` if it is not there (postgresSchema's statement; a
+ * concurrent creation by another process counts as done), for a migration step or a setup script.
+ */
+export async function createPostgresSchema(pool: PgPool, table: string = DEFAULT_TABLE): Promise<void> {
+  await new SchemaOnce(pool, postgresSchema(table)).ready();
+}
+
 /** Runs `sql` (postgresSchema's) once per store; a failure is thrown to this call and retried by the next. */
 export class SchemaOnce {
   #done = false;

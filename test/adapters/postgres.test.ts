@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { StatefoldError } from 'statefold';
-import { PostgresStore, postgresSchema } from 'statefold/postgres';
+import { PostgresStore, createPostgresSchema, postgresSchema } from 'statefold/postgres';
 import { describeStoreConformance } from 'statefold/testing';
 import { PG_SKIP_LINE, freshTable, pgTestUrl } from '../support/pg-env.js';
 import { TcpFaultProxy } from '../support/tcp-fault-proxy.js';
@@ -86,6 +86,25 @@ describePg('postgres store: options', () => {
     await pool.query(postgresSchema(table));
     expect(await without.putIfAbsent('m/a', bytes('a'))).toBe(true);
     expect(text(await without.get('m/a'))).toBe('a');
+  });
+
+  it('creates the table with createPostgresSchema, twice at once and again, for a store with createSchema false', async () => {
+    const pool = newPool();
+    const table = freshTable('created');
+    tables.push(table);
+    await Promise.all([createPostgresSchema(pool, table), createPostgresSchema(newPool(), table)]);
+    await createPostgresSchema(pool, table);
+    const store = new PostgresStore({ pool, table, createSchema: false });
+    expect(await store.putIfAbsent('c/a', bytes('a'))).toBe(true);
+    const { rows } = await pool.query(
+      `SELECT collation_name, data_type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+      [table],
+    );
+    expect(rows).toEqual([
+      { collation_name: 'C', data_type: 'text' },
+      { collation_name: null, data_type: 'bytea' },
+    ]);
+    await expect(createPostgresSchema(pool, 'bad name')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 
   it('lists in byte order whatever the database collation, as a key range', async () => {
