@@ -3,7 +3,7 @@
  * while the previous batch commits) go to the server as one statement, one transaction, each call
  * still getting its own result; and the answer of a statement lost with its connection, resolved.
  */
-import type { PgPool, PgPoolClient, PgResult } from './driver.js';
+import { QUERY_TIMEOUT_MS, type PgPool, type PgPoolClient, type PgResult } from './driver.js';
 
 /** One write: a create-if-absent, or a delete. */
 export type Write = { op: 'put'; key: string; body: Buffer } | { op: 'delete'; key: string };
@@ -45,8 +45,12 @@ export class UnknownOutcome extends Error {
  * 57Pxx: the server shutting down or crashing) too.
  */
 export function isLost(err: unknown): boolean {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith('08') || code.startsWith('57P');
+  // The server's answers (pg's DatabaseError) carry a severity beside their SQLSTATE; a socket's
+  // errors (EPIPE, ECONNRESET) and timeouts do not.
+  const e = err as { code?: unknown; severity?: unknown } | undefined;
+  const code = e?.code;
+  if (typeof e?.severity === 'string' && typeof code === 'string')
+    return code.startsWith('08') || code.startsWith('57P');
   return true;
 }
 
@@ -69,6 +73,8 @@ export class GroupCommit {
     private readonly pool: PgPool,
     /** The table, quoted. */
     private readonly table: string,
+    /** How long a statement may go unanswered before it is taken as lost (ms). */
+    private readonly timeoutMs: number = QUERY_TIMEOUT_MS,
   ) {}
 
   /** Queues a write; resolves `created` for a put, undefined for a delete. */
@@ -184,9 +190,11 @@ export class GroupCommit {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       let held: Map<string, Buffer>;
       try {
-        const { rows } = await this.pool.query(`SELECT key, body FROM ${this.table} WHERE key = ANY($1::text[])`, [
-          keys,
-        ]);
+        const { rows } = await this.pool.query({
+          text: `SELECT key, body FROM ${this.table} WHERE key = ANY($1::text[])`,
+          values: [keys],
+          query_timeout: this.timeoutMs,
+        });
         held = new Map(rows.map((r) => [r.key as string, r.body as Buffer]));
       } catch (err) {
         last = err;
@@ -252,14 +260,16 @@ export class GroupCommit {
       client.on('error', ignore);
       let result: PgResult;
       try {
-        result = await client.query(text, values);
+        result = await client.query({ text, values, query_timeout: this.timeoutMs });
       } catch (err) {
         const lost = isLost(err);
         client.off('error', ignore);
         client.release(lost ? (err as Error) : undefined);
         if (lost) {
-          await this.#backendDone(client);
-          throw new LostAnswer(err);
+          // Only once the backend that had the statement is gone is what it did final; when that
+          // cannot be told, sending it again (or reading back) could race the original: unknown.
+          if (await this.#backendDone(client)) throw new LostAnswer(err);
+          throw new UnknownOutcome('a statement whose connection was lost, on a backend not known to be gone', err);
         }
         if (attempt < MAX_ROUNDS && ROLLED_BACK.has((err as { code?: string }).code ?? '')) continue;
         throw err;
@@ -279,25 +289,27 @@ export class GroupCommit {
    * 2 s (a half-open connection) is terminated. Its pid comes from the server at
    * connect time; behind a pooler in transaction mode it names no one backend (see the docs).
    */
-  async #backendDone(client: PgPoolClient): Promise<void> {
+  async #backendDone(client: PgPoolClient): Promise<boolean> {
     const pid = client.processID;
-    if (typeof pid !== 'number') return;
+    if (typeof pid !== 'number') return false;
     const deadline = Date.now() + 5_000;
     let terminated = false;
+    const query = (text: string) => this.pool.query({ text, values: [pid], query_timeout: 5_000 });
     while (Date.now() < deadline) {
       try {
-        const { rows } = await this.pool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [pid]);
-        if (rows.length === 0) return;
+        const { rows } = await query('SELECT 1 FROM pg_stat_activity WHERE pid = $1');
+        if (rows.length === 0) return true;
         if (!terminated && Date.now() > deadline - 3_000) {
           terminated = true;
-          await this.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+          await query('SELECT pg_terminate_backend($1)');
         }
       } catch {
-        // The server itself may be out of reach: the read back then fails too, and says so.
-        return;
+        // The server out of reach (or refusing connections): the backend cannot be known gone.
+        return false;
       }
       await new Promise((r) => setTimeout(r, 20));
     }
+    return false;
   }
 }
 

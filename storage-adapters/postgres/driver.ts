@@ -16,8 +16,23 @@ export interface PgResult {
   rowCount: number | null;
 }
 
+/** A query as node-postgres takes it in one object, with its own read timeout (`query_timeout`, ms). */
+export interface PgQuery {
+  text: string;
+  values?: unknown[];
+  query_timeout?: number;
+}
+
+/**
+ * How long a statement may go unanswered before it is taken as lost (its outcome then resolved
+ * as any lost answer's): a connection whose peer vanished without a reset (a host gone, a silent
+ * middlebox) would otherwise hold the call, and every write queued behind it, forever.
+ */
+export const QUERY_TIMEOUT_MS = 60_000;
+
 /** A connection checked out of a pool (`pg.PoolClient`). */
 export interface PgPoolClient {
+  query(query: PgQuery): Promise<PgResult>;
   query(text: string, values?: unknown[]): Promise<PgResult>;
   /** Back to the pool; with an error, the pool closes the connection instead of reusing it. */
   release(err?: Error | boolean): void;
@@ -29,6 +44,7 @@ export interface PgPoolClient {
 
 /** A pool of connections (`pg.Pool`): what `PostgresStoreOptions.pool` takes. */
 export interface PgPool {
+  query(query: PgQuery): Promise<PgResult>;
   query(text: string, values?: unknown[]): Promise<PgResult>;
   connect(): Promise<PgPoolClient>;
   end(): Promise<void>;
@@ -40,6 +56,8 @@ interface PgModule {
     connectionString: string;
     connectionTimeoutMillis?: number;
     allowExitOnIdle?: boolean;
+    keepAlive?: boolean;
+    keepAliveInitialDelayMillis?: number;
   }) => PgPool;
 }
 

@@ -8,7 +8,7 @@ import type { ListOptions, Store, StoreOptions } from '../store.js';
 import { StatefoldError, describeCause, describeValue } from '../errors.js';
 import { assertKey, assertPrefix, throwIfAborted } from '../kit/index.js';
 import { GroupCommit, isLost, type CommitStats, type Write } from './commit.js';
-import { Pool, type PgPool, type PgResult } from './driver.js';
+import { Pool, QUERY_TIMEOUT_MS, type PgPool, type PgResult } from './driver.js';
 import { DEFAULT_TABLE, SchemaOnce, postgresSchema, quoteTable } from './schema.js';
 
 export { DEFAULT_TABLE, createPostgresSchema, postgresSchema } from './schema.js';
@@ -34,6 +34,11 @@ export type PostgresStoreOptions = (
    * false for teams that run `postgresSchema(table)` in their own migrations.
    */
   createSchema?: boolean;
+  /**
+   * How long a statement may go unanswered before it is taken as lost (ms; default 60,000): a
+   * write's outcome is then resolved as any lost answer's, a read is sent once more.
+   */
+  queryTimeoutMs?: number;
 };
 
 /** What `PostgresStore.stats()` reports, counted since the store was made. */
@@ -58,7 +63,10 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * - A connection lost after a statement was sent is an unknown outcome: once that connection's
  *   backend is gone (waited for, then terminated after 2 s), the keys are read back: a create whose
  *   key holds exactly its bytes succeeded, one whose key holds other bytes found it there; when
- *   none landed the statement is sent again. Deletes are sent again. Behind a pooler in transaction
+ *   none landed the statement is sent again. Deletes are sent again. When the backend cannot be
+ *   known gone (the server out of reach), the call fails STORAGE: its outcome is unknown, and
+ *   nothing is sent again that could race it. A statement unanswered for 60 s is taken as lost
+ *   (a peer that vanished without a reset). Behind a pooler in transaction
  *   mode (PgBouncer) the backend cannot be waited for: use a session-mode or direct connection.
  * - `list` reads a key range on the primary key (`key >= prefix AND key < next(prefix)`), in the
  *   keys' byte order, `startAfter` and `limit` in the query.
@@ -75,6 +83,7 @@ export class PostgresStore implements Store {
   readonly #schema: SchemaOnce;
   readonly #commit: GroupCommit;
   #reads = 0;
+  readonly #timeoutMs: number;
   #closed = false;
   /** Calls made and not settled: `close()` answers them before it ends the pool. */
   readonly #inFlight = new Set<Promise<unknown>>();
@@ -123,12 +132,23 @@ export class PostgresStore implements Store {
         connectionString: connectionString!,
         connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
         allowExitOnIdle: true,
+        // A connection whose peer vanished without a reset is found out (besides QUERY_TIMEOUT_MS).
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
       });
     // An idle connection of our own pool that the server drops must not crash the process (pg
     // emits it on the pool); the next call on it fails and says why.
     if (this.#ownsPool) this.#pool.on('error', () => {});
     this.#schema = new SchemaOnce(this.#pool, createSchema ? postgresSchema(this.table) : undefined);
-    this.#commit = new GroupCommit(this.#pool, this.#sql);
+    const timeout = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
+    if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
+      throw new StatefoldError(
+        'INVALID_ARGUMENT',
+        `new PostgresStore: options.queryTimeoutMs must be a positive number of milliseconds (got ${describeValue(timeout)})`,
+      );
+    }
+    this.#timeoutMs = timeout;
+    this.#commit = new GroupCommit(this.#pool, this.#sql, timeout);
   }
 
   async get(key: string, options?: StoreOptions): Promise<Uint8Array | undefined> {
@@ -219,11 +239,12 @@ export class PostgresStore implements Store {
 
   /** A read, sent once more on a new connection when its connection was lost (a server restart leaves dead ones). */
   async #read(text: string, values: unknown[]): Promise<PgResult> {
+    const query = { text, values, query_timeout: this.#timeoutMs };
     try {
-      return await this.#pool.query(text, values);
+      return await this.#pool.query(query);
     } catch (err) {
       if (!isLost(err)) throw err;
-      return this.#pool.query(text, values);
+      return this.#pool.query(query);
     }
   }
 

@@ -13,10 +13,16 @@ const describePg = url === undefined ? describe.skip : describe;
 const stores: PostgresStore[] = [];
 const pools: pg.Pool[] = [];
 const tables: string[] = [];
-function freshStore(options: { table?: string; connectionString?: string } = {}): PostgresStore {
+function freshStore(
+  options: { table?: string; connectionString?: string; queryTimeoutMs?: number } = {},
+): PostgresStore {
   const table = options.table ?? freshTable('store');
   tables.push(table);
-  const store = new PostgresStore({ connectionString: options.connectionString ?? url!, table });
+  const store = new PostgresStore({
+    connectionString: options.connectionString ?? url!,
+    table,
+    ...(options.queryTimeoutMs !== undefined && { queryTimeoutMs: options.queryTimeoutMs }),
+  });
   stores.push(store);
   return store;
 }
@@ -63,6 +69,8 @@ describePg('postgres store: options', () => {
       );
     }
     expect(() => new PostgresStore({} as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    for (const queryTimeoutMs of [0, -1, Number.NaN, Infinity, '5' as never])
+      expect(() => new PostgresStore({ connectionString: url!, queryTimeoutMs })).toThrow(/queryTimeoutMs/);
     expect(() => postgresSchema('no way')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
@@ -225,12 +233,15 @@ describePg('postgres store: two stores creating overlapping keys in opposite ord
 });
 
 describePg('postgres store: connections lost mid-commit', () => {
-  const proxied = async (): Promise<{ store: PostgresStore; proxy: TcpFaultProxy }> => {
+  const proxied = async (queryTimeoutMs?: number): Promise<{ store: PostgresStore; proxy: TcpFaultProxy }> => {
     const port = Number(new URL(url!).port);
     const proxy = await TcpFaultProxy.start(port);
     const through = new URL(url!);
     through.port = String(proxy.port);
-    const store = freshStore({ connectionString: through.toString() });
+    const store = freshStore({
+      connectionString: through.toString(),
+      ...(queryTimeoutMs !== undefined && { queryTimeoutMs }),
+    });
     await store.list('warm/');
     return { store, proxy };
   };
@@ -284,6 +295,23 @@ describePg('postgres store: connections lost mid-commit', () => {
     // Whichever statement landed (the late one or the one sent again), the keys hold our bytes once.
     expect(await store.list('z/')).toEqual(['z/a', 'z/b']);
     expect([text(await store.get('z/a')), text(await store.get('z/b'))]).toEqual(['a', 'b']);
+    await proxy.close();
+  });
+
+  it('takes a statement whose answers stop coming (no reset) as lost after queryTimeoutMs: no call waits forever', async () => {
+    const { store, proxy } = await proxied(500);
+    proxy.arm('INSERT INTO', 'silent');
+    const first = store.putIfAbsent('s/a', bytes('a'));
+    // A write behind it, and close(), wait for it: neither is held forever.
+    await new Promise((r) => setTimeout(r, 100));
+    const second = store.putIfAbsent('s/b', bytes('b'));
+    expect(await Promise.all([first, second])).toEqual([true, true]);
+    expect(proxy.dropped).toBe(1);
+    expect(store.stats().lostAnswers).toBe(1);
+    expect([text(await store.get('s/a')), text(await store.get('s/b'))]).toEqual(['a', 'b']);
+    proxy.arm('SELECT key FROM', 'silent');
+    expect(await store.list('s/')).toEqual(['s/a', 's/b']); // (a read: sent once more)
+    await store.close();
     await proxy.close();
   });
 

@@ -11,9 +11,11 @@ import { createConnection, createServer, type AddressInfo, type Server, type Soc
  * - 'half-open': as 'drop-answer', but only the client's side is closed: the server's side stays
  *   open, as after a network failure nobody noticed, and its backend lives on, idle;
  * - 'late': the client's side is closed at once, and the chunk reaches the server's side (kept
- *   open) 300 ms later, as a request delayed in the network arrives after the client gave up.
+ *   open) 300 ms later, as a request delayed in the network arrives after the client gave up;
+ * - 'silent': the chunk is forwarded and served, and from then on nothing the server sends reaches
+ *   the client, both sides kept open: a peer gone without a reset, which only a timeout finds out.
  */
-export type DropPoint = 'before-send' | 'drop-answer' | 'half-open' | 'late';
+export type DropPoint = 'before-send' | 'drop-answer' | 'half-open' | 'late' | 'silent';
 
 export class TcpFaultProxy {
   /** Connections dropped so far. */
@@ -50,6 +52,8 @@ export class TcpFaultProxy {
     let dropAt: DropPoint | undefined;
     /** Set when the client's side was closed on purpose and the server's side is to stay open. */
     let detached = false;
+    /** Set by 'silent': the server's answers are swallowed. */
+    let silent = false;
     const drop = (keepUpstream: boolean): void => {
       this.dropped++;
       detached = keepUpstream;
@@ -66,12 +70,15 @@ export class TcpFaultProxy {
           setTimeout(() => upstream.write(chunk), 300);
           return;
         }
-        dropAt = armed.point;
+        if (armed.point === 'silent') {
+          this.dropped++;
+          silent = true;
+        } else dropAt = armed.point;
       }
       upstream.write(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
-      if (detached) return;
+      if (detached || silent) return;
       if (dropAt !== undefined) return drop(dropAt === 'half-open');
       client.write(chunk);
     });
