@@ -299,11 +299,12 @@ const { SnapshotEngine, FileStore, restore } = require('statefold');
 
   it('requires the optional entries without their peers and gets the same messages as import', async () => {
     const out = (await node(
-      requireEach(['statefold/s3', 'statefold/langgraph', 'statefold/testing']),
+      requireEach(['statefold/s3', 'statefold/postgres', 'statefold/langgraph', 'statefold/testing']),
       [],
       'probe.cjs',
     )) as Record<string, { message: string }>;
     expect(out['statefold/s3']!.message).toMatch(/optional peer dependency @aws-sdk\/client-s3/);
+    expect(out['statefold/postgres']!.message).toMatch(/optional peer dependency pg, which is not installed/);
     expect(out['statefold/langgraph']!.message).toMatch(
       /optional peer dependencies @langchain\/langgraph-checkpoint and @langchain\/core/,
     );
@@ -312,18 +313,26 @@ const { SnapshotEngine, FileStore, restore } = require('statefold');
 
   it('requires every entry once its peers are installed', async () => {
     // The repository's own copies of the peers, linked into the consumer's node_modules.
-    const peers = ['@aws-sdk', '@langchain', 'vitest'];
+    const peers = ['@aws-sdk', '@langchain', 'pg', 'vitest'];
     for (const name of peers)
       await symlink(path.join(root, 'node_modules', name), path.join(consumer, 'node_modules', name), 'dir');
     try {
       const out = await node(
-        requireEach(['statefold', 'statefold/s3', 'statefold/langgraph', 'statefold/kit', 'statefold/testing']),
+        requireEach([
+          'statefold',
+          'statefold/s3',
+          'statefold/postgres',
+          'statefold/langgraph',
+          'statefold/kit',
+          'statefold/testing',
+        ]),
         [],
         'probe.cjs',
       );
       expect(out).toEqual({
         statefold: expect.arrayContaining(['SnapshotEngine']),
         'statefold/s3': expect.arrayContaining(['S3Store']),
+        'statefold/postgres': expect.arrayContaining(['PostgresStore', 'postgresSchema']),
         'statefold/langgraph': ['StatefoldSaver'],
         'statefold/kit': expect.arrayContaining(['retry']),
         'statefold/testing': ['FaultStore', 'describeStoreConformance'],

@@ -22,8 +22,8 @@ export function killRounds(options: {
   seed?: number;
   baseEvery?: number;
   log?: (line: string) => void;
-  /** The store at `dir`: a FileStore directory (default) or a SqliteStore database file. */
-  kind?: 'file' | 'sqlite';
+  /** The store at `dir`: a FileStore directory (default), a SqliteStore database file, or `<postgres URL>#<table>`. */
+  kind?: 'file' | 'sqlite' | 'postgres';
 }): Promise<KillStats>;
 
 /** One round of processes racing on a stream (see kill-harness.mjs). */
@@ -35,8 +35,8 @@ export function raceRound(options: {
   barrier?: boolean;
   seed?: number;
   round?: number;
-  /** The store at `dir`: a FileStore directory (default) or a SqliteStore database file. */
-  kind?: 'file' | 'sqlite';
+  /** The store at `dir`: a FileStore directory (default), a SqliteStore database file, or `<postgres URL>#<table>`. */
+  kind?: 'file' | 'sqlite' | 'postgres';
 }): Promise<{
   mismatches: string[];
   fenced: number;

@@ -1,4 +1,4 @@
-// Real process kills and races on a FileStore dir (or, with kind 'sqlite', a SqliteStore file),
+// Real process kills and races on a FileStore dir (or, with kind 'sqlite', a SqliteStore file; 'postgres', a table),
 // shared by test/crash/kill.test.ts, test/crash/sqlite-kill.test.ts and test/support/soak.mjs.
 // Every loop is bounded by a count and a deadline, every child by a timeout.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { listCheckpoints, restore } from 'statefold';
 import { difference, raceStep, stateAt } from './agent-steps.mjs';
 import { mulberry32 } from './prng.mjs';
-import { storeAt } from './store-kind.mjs';
+import { afterChildExit, storeAt } from './store-kind.mjs';
 
 const KILL_CHILD = fileURLToPath(new URL('./kill-child.mjs', import.meta.url));
 const RACE_CHILD = fileURLToPath(new URL('./race-child.mjs', import.meta.url));
@@ -117,6 +117,7 @@ export async function killRounds({
       });
     }
     const exit = await c.exited;
+    await afterChildExit(kind, dir);
     if (exit.timedOut) {
       mismatch(
         round,
