@@ -12,7 +12,7 @@ import { Pool, QUERY_TIMEOUT_MS, type PgPool, type PgResult } from './driver.js'
 import { DEFAULT_TABLE, SchemaOnce, postgresSchema, quoteTable } from './schema.js';
 
 export { DEFAULT_TABLE, createPostgresSchema, postgresSchema } from './schema.js';
-export type { PgPool, PgPoolClient, PgResult } from './driver.js';
+export type { PgPool, PgPoolClient, PgQuery, PgResult } from './driver.js';
 
 /** Options of `new PostgresStore(...)`: a pool of your own, or a connection string. */
 export type PostgresStoreOptions = (
