@@ -3,17 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from 'statefold/sqlite';
-import { FaultStore } from 'statefold/testing';
-import { Rng, type Mode } from '../support/random-states.js';
-import {
-  Mismatch,
-  expectCode,
-  expectHistory,
-  expectLatestOneOf,
-  expectSame,
-  live,
-  type Captured,
-} from '../support/lives.js';
+import { describeStoreSweep } from '../support/store-sweep.js';
 
 /**
  * Crash points of SqliteStore. A store operation is one SQLite transaction, which lands whole or
@@ -117,131 +107,12 @@ describe('sqlite crash points: a commit torn anywhere in its WAL frames', () => 
 });
 
 // The engine's crash-point sweep, on a SqliteStore: one database file per seed, one stream per case.
-interface Plan {
-  seed: number;
-  mode: Mode;
-  baseEvery: number;
-  prefix: number;
-  life1: number;
-}
-const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
-
-function planOf(seed: number): Plan {
-  const r = new Rng(seed * 7919 + 1);
-  return {
-    seed,
-    mode: seed % 2 === 0 ? 'copy' : 'immutable',
-    baseEvery: r.pick([4, 4, 4, 1, 2, 3]),
-    prefix: r.pick([0, 0, 1, 2, 3, 5]),
-    life1: 5 + r.int(6),
-  };
-}
-
-function lifeOf(p: Plan, stream: string, life: number, checkpoints: number, salt = 0) {
-  return {
-    stream,
-    mode: p.mode,
-    baseEvery: p.baseEvery,
-    checkpoints,
-    rng: new Rng(p.seed * 1_000_003 + life * 7_777 + salt),
-    label: `life ${life}`,
-  };
-}
-
-/** One life on `faulty` (over `inner`): checks its open and that the stream then holds what was acknowledged or in flight. */
-async function checkedLife(
-  faulty: FaultStore | SqliteStore,
-  inner: SqliteStore,
-  latest: number,
-  bySeq: Map<number, Captured>,
-  o: ReturnType<typeof lifeOf>,
-  clean: boolean,
-) {
-  const life = await live(faulty, o);
-  if (life.opened) {
-    if (life.openSeq !== latest) throw new Mismatch(`${o.label}: opened at seq ${life.openSeq}, newest is ${latest}`);
-    expectSame(life.openState, latest === 0 ? undefined : bySeq.get(latest)!.state, `${o.label}: state after open`);
-  }
-  if (life.error !== undefined) {
-    if (clean) throw new Mismatch(`${o.label}: failed without a fault: ${String(life.error)}`);
-    expectCode(life.error, ['STORAGE'], `${o.label}: the crash`);
-  }
-  let seq = latest;
-  for (const a of life.acked) {
-    if (a.seq !== seq + 1) throw new Mismatch(`${o.label}: acknowledged seq ${a.seq} after ${seq}`);
-    bySeq.set((seq = a.seq), a);
-  }
-  const allowed = new Map<number, Captured>();
-  if (seq > 0) allowed.set(seq, bySeq.get(seq)!);
-  if (life.inflight) allowed.set(seq + 1, life.inflight);
-  const got = await expectLatestOneOf(inner, o.stream, allowed, seq === 0, `${o.label}: after it ended`);
-  if (life.inflight !== undefined && got === seq + 1) bySeq.set(got, life.inflight);
-  return { latest: got, engine: life.engine, inflightLanded: life.inflight !== undefined && got === seq + 1 };
-}
-
-const tally = { cases: 0, inflightLanded: 0, zombies: 0 };
-
-async function runCase(inner: SqliteStore, p: Plan, crash: number, landed: boolean, stream: string): Promise<void> {
-  const bySeq = new Map<number, Captured>();
-  let latest = 0;
-  if (p.prefix > 0) latest = (await checkedLife(inner, inner, 0, bySeq, lifeOf(p, stream, 0, p.prefix), true)).latest;
-  const f1 = new FaultStore(inner, { log: false }).crashAt(crash, { landed });
-  const l1 = await checkedLife(f1, inner, latest, bySeq, lifeOf(p, stream, 1, p.life1), false);
-  latest = l1.latest;
-  if (l1.inflightLanded) tally.inflightLanded++;
-  const r = new Rng(p.seed * 31 + crash * 2 + (landed ? 1 : 0));
-  const f2 = new FaultStore(inner, { log: false }).crashAt(r.int(24), { landed: r.chance(0.5) });
-  latest = (await checkedLife(f2, inner, latest, bySeq, lifeOf(p, stream, 2, 4, crash), false)).latest;
-  latest = (await checkedLife(inner, inner, latest, bySeq, lifeOf(p, stream, 3, 3, crash), true)).latest;
-  await expectHistory(inner, stream, bySeq, latest, 'after life 3');
-  if (l1.engine !== undefined && f1.crashed) {
-    f1.heal();
-    tally.zombies++;
-    const zombie = await l1.engine.checkpoint({ zombie: true }).then(
-      (info) => `resolved seq ${info.seq}`,
-      (err: unknown) => err,
-    );
-    expectCode(zombie, ['FENCED', 'CLOSED'], 'life 1 back as a zombie');
-    await expectHistory(inner, stream, bySeq, latest, 'after the zombie');
-  }
-}
-
-describe('sqlite crash points: the engine crash-point sweep on a SqliteStore', () => {
-  for (const seed of SEEDS) {
-    it(`restores exactly the last acknowledged or in-flight state after a crash at any operation, then fences and resumes (seed ${seed})`, async () => {
-      const p = planOf(seed);
-      const inner = new SqliteStore({ path: path.join(await freshDir(), 'sweep.db') });
-      stores.push(inner);
-      // Life 1's operations, counted in a run without faults.
-      const counter = new FaultStore(inner, { log: false });
-      const bySeq = new Map<number, Captured>();
-      let latest = 0;
-      if (p.prefix > 0)
-        latest = (await checkedLife(inner, inner, 0, bySeq, lifeOf(p, 'count', 0, p.prefix), true)).latest;
-      await checkedLife(counter, inner, latest, bySeq, lifeOf(p, 'count', 1, p.life1), true);
-      const n = counter.count;
-      const failures: string[] = [];
-      for (let crash = 0; crash <= n; crash++) {
-        for (const landed of [false, true]) {
-          tally.cases++;
-          try {
-            await runCase(inner, p, crash, landed, `case/${crash}${landed ? 'l' : ''}`);
-          } catch (err) {
-            const why = err instanceof Mismatch ? err.message : `unexpected ${String((err as Error)?.stack ?? err)}`;
-            failures.push(
-              `seed ${seed} (${p.mode}, baseEvery ${p.baseEvery}, prefix ${p.prefix}) crash at ${crash}${landed ? ' after it landed' : ''}: ${why}`,
-            );
-          }
-        }
-      }
-      expect(failures.slice(0, 8), `${failures.length} failing cases (first 8 shown)`).toEqual([]);
-      expect(n).toBeGreaterThan(p.life1);
-    }, 120_000);
-  }
-  afterAll(() => {
-    console.log(
-      `sqlite crash sweep: ${tally.cases} cases, the checkpoint in flight landed ${tally.inflightLanded}x, ${tally.zombies} zombies fenced`,
-    );
-    expect(tally.zombies).toBeGreaterThan(0);
-  });
+describeStoreSweep({
+  name: 'sqlite',
+  seeds: [1, 2, 3, 4, 5, 6, 7, 8],
+  create: async () => {
+    const store = new SqliteStore({ path: path.join(await freshDir(), 'sweep.db') });
+    stores.push(store);
+    return store;
+  },
 });
