@@ -1,4 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PostgresStore } from 'statefold/postgres';
+import { SqliteStore } from 'statefold/sqlite';
 import {
   MemoryStore,
   SnapshotEngine,
@@ -10,6 +15,7 @@ import {
   type Store,
 } from 'statefold';
 import { HookStore, type StoreOp } from '../support/hook-store.js';
+import { dropTables, freshTable, pgTestUrl } from '../support/pg-env.js';
 import { mulberry32 } from '../support/prng.mjs';
 import { firstDifference } from '../support/same.js';
 
@@ -28,6 +34,8 @@ import { firstDifference } from '../support/same.js';
  */
 
 const SEEDS = Number(process.env.RACE_SEEDS ?? 1000);
+/** Seeds run on each store with group commit (SQLite, PostgreSQL). */
+const STORE_SEEDS = Number(process.env.RACE_STORE_SEEDS ?? 60);
 const STREAM = 'agent/races';
 
 type State = { by: string; n: number; pad: string };
@@ -55,10 +63,9 @@ interface Run {
   forks: { to: string; fromSeq: number; state: unknown }[];
 }
 
-async function race(seed: number): Promise<{ run: Run; failures: string[] }> {
+async function race(seed: number, inner: Store = new MemoryStore()): Promise<{ run: Run; failures: string[] }> {
   const random = mulberry32(seed);
   const int = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1));
-  const inner = new MemoryStore();
   let clock = 0;
   const tick = (): number => ++clock;
   /** Actors that crashed: from a chosen call on, every call of theirs fails, as if the process died there. */
@@ -334,35 +341,76 @@ async function race(seed: number): Promise<{ run: Run; failures: string[] }> {
   return { run, failures };
 }
 
+/** Runs the seeds `from`..`to` of `race`, each on a store `make` gives; resolves the failures and totals. */
+async function races(
+  from: number,
+  to: number,
+  make: (seed: number) => Store | Promise<Store>,
+): Promise<{ failed: string[]; acks: number; deletes: number; forks: number; fenced: number }> {
+  const failed: string[] = [];
+  let [acks, deletes, forks, fenced] = [0, 0, 0, 0];
+  for (let seed = from; seed <= to; seed++) {
+    // The engine's own random waits (a claim that starts over) from the seed too, so that a
+    // seed replays its interleaving.
+    const random = Math.random;
+    Math.random = mulberry32(seed * 31 + Number(process.env.RACE_RAND ?? 7));
+    const store = await make(seed);
+    const { run, failures } = await race(seed, store)
+      .catch((err: Error) => ({
+        run: { acks: [], attempts: [], reads: [], errors: [], forks: [] } as Run,
+        failures: [`the last engine or the checks failed: ${err.message}`],
+      }))
+      .finally(() => (Math.random = random));
+    // (A store with connections or a file closes once its seed is checked.)
+    await (store as { close?: () => Promise<void> }).close?.();
+    acks += run.acks.length;
+    if (run.deleted) deletes++;
+    forks += run.forks.length;
+    fenced += new Set(run.acks.map((a) => a.state.by)).size;
+    if (failures.length > 0) failed.push(`seed ${seed}: ${failures.slice(0, from === to ? 50 : 3).join(' | ')}`);
+  }
+  return { failed, acks, deletes, forks, fenced };
+}
+
 describe('races: retention, claims, a fork and a delete, seeded interleavings', () => {
+  const url = pgTestUrl();
   it(`${SEEDS} seeded interleavings: no fork, no lost acknowledged checkpoint, no wrong state`, async () => {
-    const failed: string[] = [];
-    let acks = 0;
-    let deletes = 0;
-    let forks = 0;
-    let fenced = 0;
     const only = process.env.RACE_SEED === undefined ? undefined : Number(process.env.RACE_SEED);
-    for (let seed = only ?? 1; seed <= (only ?? SEEDS); seed++) {
-      // The engine's own random waits (a claim that starts over) from the seed too, so that a
-      // seed replays its interleaving.
-      const random = Math.random;
-      Math.random = mulberry32(seed * 31 + Number(process.env.RACE_RAND ?? 7));
-      const { run, failures } = await race(seed)
-        .catch((err: Error) => ({
-          run: { acks: [], attempts: [], reads: [], errors: [], forks: [] } as Run,
-          failures: [`the last engine or the checks failed: ${err.message}`],
-        }))
-        .finally(() => (Math.random = random));
-      acks += run.acks.length;
-      if (run.deleted) deletes++;
-      forks += run.forks.length;
-      fenced += new Set(run.acks.map((a) => a.state.by)).size;
-      if (failures.length > 0)
-        failed.push(`seed ${seed}: ${failures.slice(0, only === undefined ? 3 : 50).join(' | ')}`);
-    }
+    const r = await races(only ?? 1, only ?? SEEDS, () => new MemoryStore());
     console.log(
-      `races: ${SEEDS} interleavings, ${acks} acknowledged checkpoints, ${deletes} with a delete, ${forks} forks, ${fenced} engines that committed`,
+      `races: ${SEEDS} interleavings, ${r.acks} acknowledged checkpoints, ${r.deletes} with a delete, ${r.forks} forks, ${r.fenced} engines that committed`,
     );
-    expect(failed.slice(0, 5), `${failed.length} of ${SEEDS} seeds failed`).toEqual([]);
+    expect(r.failed.slice(0, 5), `${r.failed.length} of ${SEEDS} seeds failed`).toEqual([]);
   }, 600_000);
+
+  // The same interleavings on the stores with group commit, whose writes of one turn share a
+  // transaction (a store per seed: one database file, one table).
+  const dirs: string[] = [];
+  const tables: string[] = [];
+  afterAll(async () => {
+    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+    if (url !== undefined) await dropTables(url, tables);
+  });
+  it(`${STORE_SEEDS} of them on SqliteStore`, async () => {
+    const r = await races(1, STORE_SEEDS, async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), 'statefold-races-'));
+      dirs.push(dir);
+      return new SqliteStore({ path: path.join(dir, 'races.db') });
+    });
+    console.log(`races on sqlite: ${STORE_SEEDS} interleavings, ${r.acks} acknowledged, ${r.forks} forks`);
+    expect(r.failed.slice(0, 5), `${r.failed.length} of ${STORE_SEEDS} seeds failed`).toEqual([]);
+  }, 600_000);
+  (url === undefined ? it.skip : it)(
+    `${STORE_SEEDS} of them on PostgresStore`,
+    async () => {
+      const r = await races(1, STORE_SEEDS, () => {
+        const store = new PostgresStore({ connectionString: url!, table: freshTable('races') });
+        tables.push(store.table);
+        return store;
+      });
+      console.log(`races on postgres: ${STORE_SEEDS} interleavings, ${r.acks} acknowledged, ${r.forks} forks`);
+      expect(r.failed.slice(0, 5), `${r.failed.length} of ${STORE_SEEDS} seeds failed`).toEqual([]);
+    },
+    600_000,
+  );
 });
