@@ -76,8 +76,16 @@ export async function newestView(
   const hinted = await readHint(store, keys, signal);
   if (hinted !== undefined) {
     const hint = hinted.seq;
-    // (A store that scans gives the frames with their keys, for a caller that reads them.)
-    const log = await listLog(store, keys, signal, hint, undefined, readAhead ? hint : undefined);
+    // (A store that scans gives the frames with their keys, for a caller that reads them all: not
+    // with span deltas, whose restore reads only the span path.)
+    const log = await listLog(
+      store,
+      keys,
+      signal,
+      hint,
+      undefined,
+      readAhead && hinted.span === undefined ? hint : undefined,
+    );
     // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
     // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole
     // listing tells what is left. Otherwise the newest objects were deleted.

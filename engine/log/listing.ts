@@ -30,7 +30,7 @@ export interface LogListing {
   below: Slot[];
   /** Set when only the slots from this seq on were listed (see listLog). */
   from?: number | undefined;
-  /** With `withBodies`, on a store that scans: the bytes of every log key listed (readFrame takes them from here). */
+  /** With `bodiesFrom`, on a store that scans: the bytes of the log keys scanned (readFrame takes them from here). */
   bodies?: Map<string, Uint8Array>;
 }
 
@@ -91,7 +91,7 @@ export async function listLog(
 }
 
 /** The log's keys of the slots from `from` (to `to`); with `bodies`, scanned, their bytes put there. */
-function logKeys(
+async function logKeys(
   store: Store,
   keys: StreamKeys,
   from: number,
@@ -100,10 +100,18 @@ function logKeys(
   bodies?: Map<string, Uint8Array>,
 ): Promise<string[]> {
   // '~' sorts after '.' and every hex digit: start after every key of slot from - 1.
-  if (to === undefined || to === Infinity)
-    return listing(store, keys.log, { ...(signal && { signal }), startAfter: `${keys.slot(from - 1)}~` }, bodies);
-  return listUpTo(store, keys, from, to, signal, bodies);
+  if (to !== undefined && to !== Infinity) return listUpTo(store, keys, from, to, signal, bodies);
+  const options = { ...(signal && { signal }), startAfter: `${keys.slot(from - 1)}~` };
+  if (bodies === undefined) return store.list(keys.log, options);
+  // Bytes of at most SCAN_MOST keys (a chain from its hint is shorter); past them (a hint far
+  // behind the newest), keys only. (A result longer than the limit is the whole rest.)
+  const first = await listing(store, keys.log, { ...options, limit: SCAN_MOST }, bodies);
+  if (first.length !== SCAN_MOST) return first;
+  return [...first, ...(await store.list(keys.log, { ...options, startAfter: first[first.length - 1]! }))];
 }
+
+/** Most keys an open-ended listing scans with their bytes (as many as a hinted read prefetches). */
+const SCAN_MOST = 64;
 
 /** `store.list`, or with `bodies`, `store.scan` with each key's bytes put in `bodies`. */
 async function listing(

@@ -91,4 +91,24 @@ describe('reads on a store that scans (Store.scan)', () => {
       );
     }
   });
+
+  it('scan the bytes of at most 64 keys after a hint, however far behind the newest it is, and none with span deltas', async () => {
+    for (const spanEvery of [1, 4]) {
+      const store = new MemoryStore();
+      const policy = { baseEvery: 1000, spanEvery, maxDeltaRatio: Infinity };
+      const engine = await SnapshotEngine.open({ store, stream: 'r', policy });
+      for (let i = 1; i <= 150; i++) await engine.checkpoint({ n: i });
+      await engine.close();
+      let scanned = 0;
+      const counted: Store = new Counted(store, true, undefined);
+      const scan = counted.scan!.bind(counted);
+      counted.scan = async (prefix: string, options?: ListOptions) => {
+        const got = await scan(prefix, options);
+        scanned += got.length;
+        return got;
+      };
+      expect((await restore(counted, 'r')).state, `spanEvery ${spanEvery}`).toEqual({ n: 150 });
+      expect(scanned, `spanEvery ${spanEvery}`).toBeLessThanOrEqual(spanEvery === 1 ? 64 : 0);
+    }
+  });
 });
