@@ -7,6 +7,7 @@
  */
 import { FileStore, SnapshotEngine, type Store } from 'statefold';
 import { SqliteStore } from 'statefold/sqlite';
+import { PostgresStore } from 'statefold/postgres';
 import { StatefoldSaver } from 'statefold/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
@@ -17,6 +18,7 @@ const task = JSON.parse(process.argv[2] ?? '') as FreshTask;
 function storeOf(where: FreshTask['where']): Store {
   if (where.store === 'file') return new FileStore({ dir: where.path });
   if (where.store === 'sqlite') return new SqliteStore({ path: where.path });
+  if (where.store === 'postgres') return new PostgresStore({ connectionString: where.path, table: where.schema! });
   throw new Error(`fresh read: no store for ${JSON.stringify(where)}`);
 }
 
@@ -52,7 +54,7 @@ async function run(): Promise<FreshResult> {
     tuple = await saver.getTuple(config);
     close = async () => {
       await saver.close();
-      if (store instanceof SqliteStore) await store.close();
+      if (store instanceof SqliteStore || store instanceof PostgresStore) await store.close();
     };
   }
   const ms = performance.now() - t0;

@@ -18,9 +18,10 @@ import { makeWorkload } from './workloads.js';
 
 /** Where the child finds what it reads. */
 export interface FreshWhere {
-  store: 'file' | 'sqlite' | 'sqlite-saver' | 'postgres-saver';
+  store: 'file' | 'sqlite' | 'postgres' | 'sqlite-saver' | 'postgres-saver';
   /** Directory, database file, or connection string. */
   path: string;
+  /** PostgresSaver's schema, or PostgresStore's table. */
   schema?: string;
 }
 

@@ -22,6 +22,8 @@ import { z } from 'zod';
 import { FileStore, listCheckpoints, listStreams, MemoryStore, type Store } from 'statefold';
 import { StatefoldSaver } from 'statefold/langgraph';
 import { SqliteStore } from 'statefold/sqlite';
+import { PostgresStore } from 'statefold/postgres';
+import pg from 'pg';
 import { inFreshProcess, type FreshWhere } from './fresh.js';
 import { summarize, type Progress, type Summary } from './stats.js';
 
@@ -34,6 +36,7 @@ export type SaverId =
   | 'statefold-sqlite'
   | 'statefold-file'
   | 'statefold-memory'
+  | 'statefold-postgres'
   | 'memory'
   | 'sqlite'
   | 'sqlite-full'
@@ -56,6 +59,8 @@ export interface LangGraphRun {
   checkpoints: number;
   /** Bytes the saver's storage holds after the run (see the report for how each is counted). */
   bytes: number;
+  /** StatefoldSaver on PostgresStore: the bytes of its stored objects (`bytes` is its table's size on disk). */
+  objectBytes?: number;
   /** State size at the end of the run: the checkpoint's channel values as JSON. */
   stateBytes: number;
   put: Summary;
@@ -160,6 +165,8 @@ interface Backend {
   /** A saver on the backend's storage (a new one each call, on the same storage). */
   open(): Promise<BaseCheckpointSaver>;
   bytes(): Promise<number>;
+  /** The stored objects' own bytes, where `bytes` counts a table on disk. */
+  objectBytes?(): Promise<number>;
   close(saver: BaseCheckpointSaver): Promise<void>;
   cleanup(): Promise<void>;
   /** Where a fresh process finds the storage; undefined when it lives in this process only. */
@@ -204,6 +211,25 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
         fresh: { store: 'sqlite', path: file },
       };
     }
+    case 'statefold-postgres': {
+      // One table of its own on the server PostgresSaver runs on; both measured the same way (on disk).
+      const table = `bench_sf_${Date.now().toString(36)}`;
+      const pool = new pg.Pool({ connectionString: pgUrl! });
+      const store = new PostgresStore({ pool, table });
+      return {
+        open: async () => new StatefoldSaver({ store }),
+        bytes: async () => relationBytes(pool, `c.relname = $1 AND s.nspname = 'public'`, table),
+        objectBytes: () => storeBytes(store),
+        close: (s) => (s as StatefoldSaver).close(),
+        cleanup: async () => {
+          await store.close();
+          await pool.query(`DROP TABLE ${table}`);
+          await pool.end();
+          await cleanup();
+        },
+        fresh: { store: 'postgres', path: pgUrl!, schema: table },
+      };
+    }
     case 'memory': {
       const saver = new MemorySaver();
       return {
@@ -240,14 +266,7 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
       await first.setup();
       return {
         open: async () => PostgresSaver.fromConnString(pgUrl!, { schema }),
-        bytes: async () => {
-          const { rows } = await pool(first).query(
-            `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS n FROM pg_class c
-             JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1 AND c.relkind = 'r'`,
-            [schema],
-          );
-          return Number(rows[0]!.n);
-        },
+        bytes: () => relationBytes(pool(first), 's.nspname = $1', schema),
         close: (s) => (s as PostgresSaver).end(),
         cleanup: async () => {
           await pool(first).query(`DROP SCHEMA ${schema} CASCADE`);
@@ -260,9 +279,21 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
   }
 }
 
+type Queryable = { query(sql: string, args?: unknown[]): Promise<{ rows: { n: string }[] }> };
+
+/** `pg_total_relation_size` (heap, TOAST, indexes, free-space and visibility maps) of the tables `where` picks. */
+async function relationBytes(on: Queryable, where: string, arg: string): Promise<number> {
+  const { rows } = await on.query(
+    `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint AS n FROM pg_class c
+     JOIN pg_namespace s ON s.oid = c.relnamespace WHERE ${where} AND c.relkind = 'r'`,
+    [arg],
+  );
+  return Number(rows[0]!.n);
+}
+
 /** PostgresSaver's connection pool (not public API; used to measure its tables). */
-function pool(saver: PostgresSaver): { query(sql: string, args?: unknown[]): Promise<{ rows: { n: string }[] }> } {
-  return (saver as unknown as { pool: ReturnType<typeof pool> }).pool;
+function pool(saver: PostgresSaver): Queryable {
+  return (saver as unknown as { pool: Queryable }).pool;
 }
 
 /** What MemorySaver holds: every serialized checkpoint, metadata and write. */
@@ -332,6 +363,7 @@ export async function langgraphRun(
     const latest = await timedReads(() => read(config));
     const back100 = await timedReads(() => read(back));
     const bytes = await b.bytes();
+    const objectBytes = await b.objectBytes?.();
     if (id !== 'memory') await b.close(reader);
     const freshLatest =
       b.fresh &&
@@ -350,6 +382,7 @@ export async function langgraphRun(
       toolCalls,
       checkpoints: ids.length,
       bytes,
+      ...(objectBytes !== undefined && { objectBytes }),
       stateBytes,
       put: summarize(puts),
       putWrites: summarize(writes),
@@ -384,7 +417,7 @@ export async function langgraphScenario(
     'sqlite-full',
     'sqlite-full-delta',
   ];
-  if (pgUrl) savers.push('postgres');
+  if (pgUrl) savers.push('statefold-postgres', 'postgres');
   const runs: LangGraphRun[] = [];
   if (warmup && sizes.length > 0) {
     // Unrecorded: without it the first size's first rounds pay for loading and JIT-compiling the graph and every saver.
