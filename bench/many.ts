@@ -4,9 +4,10 @@
  * the interval (N / interval checkpoints per second in all). Measured: checkpoints called and
  * committed per second, lateness of each call against its schedule (and whether it grows: a
  * backlog), commit latency, event-loop delay, memory per stream, and the time to open all N
- * streams again afterwards.
+ * streams again afterwards. Several processes can run it at once on one store (many-processes.ts),
+ * each on streams of its own, their phases started together.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +65,34 @@ export interface ManyResult {
    */
   alone?: StoreAlone;
   aloneAfter?: StoreAlone;
+  /**
+   * A run across several processes on one store (many-processes.ts): the figures above are of all
+   * of them together, and these are each process's own.
+   */
+  processes?: ManyResult[];
+  /** Across processes: the database server's CPU per checkpoint called, ms (when its processes could be read). */
+  serverCpuPerCheckpoint?: number;
+  /** Raw samples, for combining processes (dropped from the results once combined). */
+  samples?: ManySamples;
+}
+
+/** Each checkpoint called in the window: its lateness, and when it was called (ms from the window's start); commit latencies. */
+export interface ManySamples {
+  lateness: number[];
+  at: number[];
+  commit: number[];
+}
+
+/** What one process of a run across several does besides the scenario itself. */
+export interface ManyShared {
+  /** Put before stream names and the store-alone keys, so that processes on one store never share a key. */
+  prefix?: string;
+  /** Waits until every process has reached `phase` (store alone, window, store alone after), then starts it. */
+  sync?: (phase: 'alone' | 'window' | 'alone-after') => Promise<void>;
+  /** Tells the others `phase` is done, without waiting. */
+  mark?: (phase: 'window-end') => void;
+  /** Return the raw samples (ManySamples). */
+  samples?: boolean;
 }
 
 /** Creates per second of the store alone (no engines), and the process's CPU per create. */
@@ -130,9 +159,12 @@ export async function manyStreamsScenario(
   seed: number,
   progress: Progress,
   aloneMs = 0,
+  shared: ManyShared = {},
 ): Promise<ManyResult> {
+  const { prefix = '', sync = async () => undefined } = shared;
   const store: Store = await kind.create(`many-${mode}`);
-  const alone = aloneMs > 0 ? await storeAlone(store, 'alone', streams, aloneMs) : undefined;
+  if (aloneMs > 0) await sync('alone');
+  const alone = aloneMs > 0 ? await storeAlone(store, `${prefix}alone`, streams, aloneMs) : undefined;
   const agents: Agent[] = [];
   for (let i = 0; i < streams; i++) {
     agents.push(
@@ -144,7 +176,7 @@ export async function manyStreamsScenario(
   const mem0 = process.memoryUsage();
   const engines: SnapshotEngine[] = new Array(streams);
   await inBatches(streams, 64, async (i) => {
-    engines[i] = await SnapshotEngine.open({ store, stream: `agent-${i}`, updates: mode });
+    engines[i] = await SnapshotEngine.open({ store, stream: `${prefix}agent-${i}`, updates: mode });
     await engines[i]!.checkpoint(agents[i]!.state);
     progress.tick(i + 1, streams, 'streams opened');
   });
@@ -152,6 +184,7 @@ export async function manyStreamsScenario(
   // Heap figures are what stays reachable: measured after a full collection (--expose-gc).
   global.gc?.();
   const memOpen = process.memoryUsage();
+  await sync('window');
   const lateness: number[] = [];
   const latenessAt: number[] = [];
   const commits: number[] = [];
@@ -215,6 +248,7 @@ export async function manyStreamsScenario(
   }
   delay.disable();
   phase = 'drain';
+  shared.mark?.('window-end');
   const cpu = process.cpuUsage(cpu0);
   const seconds = windowMs / 1000;
   global.gc?.();
@@ -232,11 +266,12 @@ export async function manyStreamsScenario(
   const restarted = kind.reopen?.(store) ?? store;
   const t0 = performance.now();
   await inBatches(streams, 64, async (i) => {
-    const e = await SnapshotEngine.open({ store: restarted, stream: `agent-${i}`, updates: mode });
+    const e = await SnapshotEngine.open({ store: restarted, stream: `${prefix}agent-${i}`, updates: mode });
     await e.close();
   });
   const reopenSeconds = (performance.now() - t0) / 1000;
-  const aloneAfter = aloneMs > 0 ? await storeAlone(restarted, 'alone-after', streams, aloneMs) : undefined;
+  if (aloneMs > 0) await sync('alone-after');
+  const aloneAfter = aloneMs > 0 ? await storeAlone(restarted, `${prefix}alone-after`, streams, aloneMs) : undefined;
   const fifth = windowMs / 5;
   const lateIn = (from: number, to: number): number =>
     summarize(lateness.filter((_, j) => latenessAt[j]! >= from && latenessAt[j]! < to)).p50;
@@ -267,6 +302,9 @@ export async function manyStreamsScenario(
     backlog,
     ...(alone !== undefined && { alone }),
     ...(aloneAfter !== undefined && { aloneAfter }),
+    ...(shared.samples && {
+      samples: { lateness, at: latenessAt.map((t) => t - measureFrom), commit: commits },
+    }),
   };
 }
 
@@ -282,7 +320,7 @@ async function inBatches(n: number, width: number, f: (i: number) => Promise<voi
 
 /** What a child run of the scenario is given. */
 export interface ManyArgs {
-  store: 'memory' | 'file' | 'sqlite';
+  store: 'memory' | 'file' | 'sqlite' | 'postgres';
   mode: 'copy' | 'immutable';
   workload: WorkloadName;
   streams: number;
@@ -295,11 +333,25 @@ export interface ManyArgs {
   ioThreads?: number;
   /** How long the store alone is measured before the engines open; 0: not measured. */
   aloneMs: number;
+  /** PostgresStore: the server (connection string) and the table. */
+  postgres?: { url: string; table: string };
+  /** One process of a run across several (many-processes.ts): its key prefix; its phases wait for the others'. */
+  shared?: { prefix: string };
 }
 
 /** Runs the scenario in a child process (many-child.ts) and resolves its result; its progress goes to stderr. */
 export async function manyStreamsInChild(args: ManyArgs): Promise<ManyResult> {
-  const child = spawn(
+  const child = spawnManyChild(args, 'ignore');
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const [code] = (await once(child, 'close')) as [number | null];
+  if (code !== 0) throw new Error(`many streams (${args.store}, ${args.mode}): child exited ${code}`);
+  return JSON.parse(out.trim().split('\n').pop()!) as ManyResult;
+}
+
+/** A child process running one many-streams scenario (many-child.ts); its stdin as asked, stdout piped. */
+export function spawnManyChild(args: ManyArgs, stdin: 'ignore' | 'pipe'): ChildProcess {
+  return spawn(
     process.execPath,
     [
       '--expose-gc',
@@ -309,11 +361,6 @@ export async function manyStreamsInChild(args: ManyArgs): Promise<ManyResult> {
       fileURLToPath(new URL('./many-child.ts', import.meta.url)),
       JSON.stringify(args),
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
+    { stdio: [stdin, 'pipe', 'inherit'] },
   );
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  const [code] = (await once(child, 'close')) as [number | null];
-  if (code !== 0) throw new Error(`many streams (${args.store}, ${args.mode}): child exited ${code}`);
-  return JSON.parse(out.trim().split('\n').pop()!) as ManyResult;
 }

@@ -226,7 +226,7 @@ export function renderAppendix(res: Results): string {
   for (const line of restoreSection(res.restore, chart(run.charts.restore))) p(line);
   for (const line of resumeSection(res.resume ?? [])) p(line);
   for (const line of historySection(res.history ?? [])) p(line);
-  for (const line of manySection(res.many ?? [])) p(line);
+  for (const line of manySection(res.many ?? [], res.manySkipped)) p(line);
   for (const line of storesSection(res.storesAlone)) p(line);
   for (const line of encryptionSection(res.encryption ?? [])) p(line);
   for (const line of langgraphSection(res.langgraph)) p(line);

@@ -1,4 +1,4 @@
-/** The report's section on many streams in one process (bench/many.ts). */
+/** The report's section on many streams in one process (bench/many.ts), and across processes on PostgreSQL (bench/many-processes.ts). */
 import type { ManyResult, StoreAlone } from './many.js';
 import { table, bytes, int, ms, pct } from './stats.js';
 
@@ -13,18 +13,21 @@ export function holds(r: ManyResult): boolean {
   );
 }
 
-export function manySection(results: ManyResult[]): string[] {
-  if (results.length === 0) return [];
+export function manySection(all: ManyResult[], skipped?: string): string[] {
+  if (all.length === 0 && skipped === undefined) return [];
+  // Runs across processes have a subsection of their own.
+  const results = all.filter((r) => r.processes === undefined);
+  const across = all.filter((r) => r.processes !== undefined);
   const out: string[] = [];
   out.push('## Many streams in one process');
   out.push('');
   out.push(
-    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${bytes(results[0]!.size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream after a full collection (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end of the window; re-opening all N streams afterwards, 64 at a time, through a new instance of the store as a restarted process would (a new FileStore on the same directory; the memory store's objects live only in its one instance). The file store fsyncs every object and its directory; its runs measure the store alone in the same process, before any engine opens and again after the re-open: frame-sized creates on 1,024 directories made beforehand (as the streams' are), 256 in flight (what fsync allows here, and the CPU each create costs). What fsync allows on this shared VM swings within minutes, so a run's commits are compared with the mean of the two. The agents' steps do only their state changes: the byte counts other sections keep are not computed here. Unless marked, FileStore runs use its default \`ioThreads\` (16). The SQLite runs use one SqliteStore (statefold/sqlite, synchronous=FULL: the WAL fsynced at each transaction), whose writer thread puts every write that arrives together into one transaction; its store-alone runs are measured the same way as the file store's.`,
+    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${all[0] === undefined ? 'one size' : bytes(all[0].size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream after a full collection (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end of the window; re-opening all N streams afterwards, 64 at a time, through a new instance of the store as a restarted process would (a new FileStore on the same directory; the memory store's objects live only in its one instance). The file store fsyncs every object and its directory; its runs measure the store alone in the same process, before any engine opens and again after the re-open: frame-sized creates on 1,024 directories made beforehand (as the streams' are), 256 in flight (what fsync allows here, and the CPU each create costs). What fsync allows on this shared VM swings within minutes, so a run's commits are compared with the mean of the two. The agents' steps do only their state changes: the byte counts other sections keep are not computed here. Unless marked, FileStore runs use its default \`ioThreads\` (16). The SQLite runs use one SqliteStore (statefold/sqlite, synchronous=FULL: the WAL fsynced at each transaction), whose writer thread puts every write that arrives together into one transaction; its store-alone runs are measured the same way as the file store's. The PostgreSQL run (below) splits its streams over two processes on one table.`,
   );
   out.push('');
   const verdicts: string[][] = [];
   const mem = results.filter((r) => r.store === 'memory');
-  const biggest = Math.max(...results.map((r) => r.streams));
+  const biggest = Math.max(0, ...results.map((r) => r.streams));
   for (const r of mem.filter((x) => x.streams === biggest)) {
     verdicts.push([
       `${int(r.streams)} streams at a 2 s interval (${int(r.targetRate)}/s) hold on the memory store, \`updates: '${r.mode}'\``,
@@ -47,6 +50,13 @@ export function manySection(results: ManyResult[]): string[] {
       holds(r) ? 'yes' : '**no**',
     ]);
   }
+  for (const r of across) {
+    verdicts.push([
+      `${int(r.streams)} streams × ${bytes(r.size)} at a 2 s interval, spread over ${r.processes!.length} processes on one PostgresStore table, hold ${int(r.targetRate)} checkpoints/s in all, lateness flat over the window`,
+      `${int(r.committed / r.seconds)} commits/s (${r.processes!.map((p) => int(p.committed / p.seconds)).join(' + ')}), backlog ${int(r.backlog)} at the end; lateness p50 ${ms(r.latenessFirst)} ms in the first fifth, ${ms(r.latenessLast)} ms in the last`,
+      holds(r) ? 'yes' : '**no**',
+    ]);
+  }
   for (const r of results.filter((x) => x.streams === biggest && x.ioThreads === undefined)) {
     verdicts.push([
       `re-open of ${int(r.streams)} streams in seconds (${r.store}, ${r.mode})`,
@@ -54,57 +64,58 @@ export function manySection(results: ManyResult[]): string[] {
       r.reopenSeconds <= 10 ? 'yes' : '**no**',
     ]);
   }
-  out.push(table(['target', 'this run', 'met'], verdicts));
-  out.push('');
-  out.push(
-    table(
-      [
-        'store',
-        'store alone /s (CPU µs per create), before → after',
-        'mode',
-        'streams',
-        'asked /s',
-        'called /s',
-        'committed /s',
-        'lateness p50 / p99 ms',
-        'lateness first → last fifth',
-        'commit p50 / p99 ms',
-        'loop delay p99 / max ms',
-        'CPU ms per checkpoint (in steps)',
-        'heap per stream, open → end',
-        'RSS per stream',
-        'backlog at the end',
-        'drain on close /s',
-        're-open s',
-        'holds',
-      ],
-      results.map((r) => [
-        r.ioThreads === undefined ? r.store : `${r.store}, ioThreads ${r.ioThreads}`,
-        r.alone ? aloneText(r) : '–',
-        r.mode,
-        int(r.streams),
-        int(r.targetRate),
-        int(r.called / r.seconds),
-        int(r.committed / r.seconds),
-        `${ms(r.lateness.p50)} / ${ms(r.lateness.p99)}`,
-        `${ms(r.latenessFirst)} → ${ms(r.latenessLast)}`,
-        `${ms(r.commit.p50)} / ${ms(r.commit.p99)}`,
-        `${ms(r.loopDelay.p99)} / ${ms(r.loopDelay.max)}`,
-        `${r.cpuPerCheckpoint.toFixed(2)} (${pct(r.stepShare)})`,
-        `${bytes(r.heapOpenPerStream)} → ${bytes(r.heapPerStream)}`,
-        bytes(r.rssPerStream),
-        int(r.backlog ?? NaN),
-        r.drainSeconds ? int((r.drained ?? 0) / r.drainSeconds) : '–',
-        r.reopenSeconds.toFixed(2),
-        holds(r) ? 'yes' : 'no',
-      ]),
-    ),
-  );
-  out.push('');
-  out.push(
-    'On the memory store the stored checkpoints are part of the heap, so its per-stream heap at the end includes every checkpoint written in the run. Where a run does not hold, the engines queue what they cannot commit and the process falls further behind the schedule as the window goes on.',
-  );
-  out.push('');
+  if (verdicts.length > 0) out.push(table(['target', 'this run', 'met'], verdicts), '');
+  if (results.length > 0)
+    out.push(
+      table(
+        [
+          'store',
+          'store alone /s (CPU µs per create), before → after',
+          'mode',
+          'streams',
+          'asked /s',
+          'called /s',
+          'committed /s',
+          'lateness p50 / p99 ms',
+          'lateness first → last fifth',
+          'commit p50 / p99 ms',
+          'loop delay p99 / max ms',
+          'CPU ms per checkpoint (in steps)',
+          'heap per stream, open → end',
+          'RSS per stream',
+          'backlog at the end',
+          'drain on close /s',
+          're-open s',
+          'holds',
+        ],
+        results.map((r) => [
+          r.ioThreads === undefined ? r.store : `${r.store}, ioThreads ${r.ioThreads}`,
+          r.alone ? aloneText(r) : '–',
+          r.mode,
+          int(r.streams),
+          int(r.targetRate),
+          int(r.called / r.seconds),
+          int(r.committed / r.seconds),
+          `${ms(r.lateness.p50)} / ${ms(r.lateness.p99)}`,
+          `${ms(r.latenessFirst)} → ${ms(r.latenessLast)}`,
+          `${ms(r.commit.p50)} / ${ms(r.commit.p99)}`,
+          `${ms(r.loopDelay.p99)} / ${ms(r.loopDelay.max)}`,
+          `${r.cpuPerCheckpoint.toFixed(2)} (${pct(r.stepShare)})`,
+          `${bytes(r.heapOpenPerStream)} → ${bytes(r.heapPerStream)}`,
+          bytes(r.rssPerStream),
+          int(r.backlog ?? NaN),
+          r.drainSeconds ? int((r.drained ?? 0) / r.drainSeconds) : '–',
+          r.reopenSeconds.toFixed(2),
+          holds(r) ? 'yes' : 'no',
+        ]),
+      ),
+    );
+  if (results.length > 0)
+    out.push(
+      '',
+      'On the memory store the stored checkpoints are part of the heap, so its per-stream heap at the end includes every checkpoint written in the run. Where a run does not hold, the engines queue what they cannot commit and the process falls further behind the schedule as the window goes on.',
+      '',
+    );
   const alone = results.filter((r) => r.alone !== undefined);
   if (alone.length > 0) {
     out.push(
@@ -127,6 +138,7 @@ export function manySection(results: ManyResult[]): string[] {
     );
     out.push('');
   }
+  out.push(...acrossSection(across, skipped));
   const threads = results.find((r) => r.store === 'file' && r.ioThreads === undefined && r.streams === biggest);
   const pool = results.find((r) => r.store === 'file' && r.ioThreads === 0 && r.streams === biggest);
   if (threads && pool) {
@@ -136,6 +148,66 @@ export function manySection(results: ManyResult[]): string[] {
     );
     out.push('');
   }
+  return out;
+}
+
+/** The runs across processes on one PostgreSQL: each process's figures and all of them together. */
+function acrossSection(across: ManyResult[], skipped: string | undefined): string[] {
+  if (across.length === 0 && skipped === undefined) return [];
+  const out = ['### Many streams across two processes on one PostgreSQL', ''];
+  if (across.length === 0) return [...out, `These runs did not run: ${skipped}.`, ''];
+  out.push(
+    `The same agents and schedule, the streams split evenly over two processes (each its own Node process, streams of its own names) on one PostgresStore table of one PostgreSQL server on this machine (Debian's defaults: fsync and synchronous_commit on), a fresh table for each run, dropped afterwards. Every phase (the store alone, the window, the store alone after) starts in both processes together. Each store instance group-commits: the writes that arrive together go to the server as one statement, one transaction and one WAL flush. Per process and all together: commits against what was asked, lateness (in all: over the checkpoints of both), commit latency, the process's CPU per checkpoint, the PostgreSQL server's CPU per checkpoint over the window (all its processes, read from /proc; both processes' checkpoints), the backlog at the end; the store alone: frame-sized creates, 256 in flight in each process, before and after the engines. The server shares this machine's cores with both processes.`,
+  );
+  out.push('');
+  const rows: string[][] = [];
+  for (const r of across) {
+    const n = r.processes!.length;
+    const row = (label: string, x: ManyResult): string[] => [
+      label,
+      int(x.streams),
+      x.alone ? aloneText(x) : '–',
+      int(x.targetRate),
+      int(x.called / x.seconds),
+      int(x.committed / x.seconds),
+      `${ms(x.lateness.p50)} / ${ms(x.lateness.p99)}`,
+      `${ms(x.latenessFirst)} → ${ms(x.latenessLast)}`,
+      `${ms(x.commit.p50)} / ${ms(x.commit.p99)}`,
+      `${ms(x.loopDelay.p99)} / ${ms(x.loopDelay.max)}`,
+      `${x.cpuPerCheckpoint.toFixed(2)} (${pct(x.stepShare)})`,
+      x.serverCpuPerCheckpoint === undefined ? '–' : x.serverCpuPerCheckpoint.toFixed(2),
+      int(x.backlog),
+      x.drainSeconds ? int(x.drained / x.drainSeconds) : '–',
+      x.reopenSeconds.toFixed(2),
+      holds(x) ? 'yes' : 'no',
+    ];
+    r.processes!.forEach((p, k) => rows.push(row(`process ${k + 1} of ${n}`, p)));
+    rows.push(row(`**all ${n}**`, r));
+  }
+  out.push(
+    table(
+      [
+        'postgres',
+        'streams',
+        'store alone /s (CPU µs per create), before → after',
+        'asked /s',
+        'called /s',
+        'committed /s',
+        'lateness p50 / p99 ms',
+        'lateness first → last fifth',
+        'commit p50 / p99 ms',
+        'loop delay p99 / max ms',
+        'CPU ms per checkpoint (in steps)',
+        'server CPU ms per checkpoint',
+        'backlog at the end',
+        'drain on close /s',
+        're-open s',
+        'holds',
+      ],
+      rows,
+    ),
+  );
+  out.push('');
   return out;
 }
 

@@ -58,6 +58,8 @@ export interface Results {
   /** Absent in results written before this section existed. */
   history?: HistoryResult[];
   many?: ManyResult[];
+  /** Why the many-streams runs on PostgreSQL did not run (absent when they did, or were not in the plan). */
+  manySkipped?: string;
   encryption?: EncryptionResult[];
   langgraph?: LangGraphResult;
   /** Absent in results written before this section existed. */

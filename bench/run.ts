@@ -36,6 +36,7 @@ import { resumeScenario } from './fresh.js';
 import { storesAloneScenario } from './sqlite-store.js';
 import { historyScenario } from './history.js';
 import { manyStreamsInChild } from './many.js';
+import { manyStreamsOnPostgres } from './many-processes.js';
 import { encryptionScenario } from './encryption.js';
 import { memoryScenario } from './memory.js';
 import { langgraphScenario } from './langgraph.js';
@@ -95,11 +96,13 @@ interface Plan {
   many: {
     /** Runs; `streams` and `ioThreads` (FileStore) override the plan's for one run. */
     runs: {
-      store: 'memory' | 'file' | 'sqlite';
+      store: 'memory' | 'file' | 'sqlite' | 'postgres';
       mode: 'copy' | 'immutable';
       windowMs?: number;
       streams?: number;
       ioThreads?: number;
+      /** PostgresStore runs: the streams split over this many processes on one table (only when STATEFOLD_PG_URL is set). */
+      processes?: number;
     }[];
     streams: number;
     size: number;
@@ -153,6 +156,8 @@ const PLANS: Record<Mode, Plan> = {
         // One SqliteStore: its group commit at 5,000 and 10,000 checkpoints/s.
         { store: 'sqlite', mode: 'copy' },
         { store: 'sqlite', mode: 'copy', streams: 20_000 },
+        // Two processes on one PostgreSQL table, 5,000 streams each.
+        { store: 'postgres', mode: 'copy', processes: 2 },
       ],
       streams: 10_000,
       size: 20 * K,
@@ -193,6 +198,7 @@ const PLANS: Record<Mode, Plan> = {
         { store: 'memory', mode: 'copy' },
         { store: 'file', mode: 'copy' },
         { store: 'sqlite', mode: 'copy' },
+        { store: 'postgres', mode: 'copy', processes: 2, streams: 1_000 },
       ],
       streams: 2_000,
       size: 20 * K,
@@ -228,6 +234,7 @@ const PLANS: Record<Mode, Plan> = {
         { store: 'memory', mode: 'copy' },
         { store: 'file', mode: 'copy' },
         { store: 'sqlite', mode: 'copy' },
+        { store: 'postgres', mode: 'copy', processes: 2 },
       ],
       streams: 100,
       size: 5 * K,
@@ -527,27 +534,29 @@ async function main(): Promise<void> {
         await historyScenario(histories, headline, plan.history.size, seed, plan.history.runs, progress),
       );
     }
-    for (const { store, mode, windowMs, streams, ioThreads } of want('many') ? plan.many.runs : []) {
+    for (const { store, mode, windowMs, streams, ioThreads, processes } of want('many') ? plan.many.runs : []) {
       const m = plan.many;
       const n = streams ?? m.streams;
+      const pgUrl = process.env.STATEFOLD_PG_URL;
       progress.begin(
-        `many streams: ${n} engines, ${m.size / K} KB each, every 2 s, ${store} store${ioThreads === undefined ? '' : ` (ioThreads ${ioThreads})`}, ${mode}`,
+        `many streams: ${n} engines, ${m.size / K} KB each, every 2 s, ${store} store${ioThreads === undefined ? '' : ` (ioThreads ${ioThreads})`}${processes === undefined ? '' : `, ${processes} processes`}, ${mode}${store === 'postgres' && !pgUrl ? ' (skipped: STATEFOLD_PG_URL is not set)' : ''}`,
       );
-      results.many = (results.many ?? []).concat(
-        await manyStreamsInChild({
-          store,
-          mode,
-          workload: headline,
-          streams: n,
-          ...(ioThreads !== undefined && { ioThreads }),
-          aloneMs: store === 'memory' ? 0 : m.aloneMs,
-          size: m.size,
-          intervalMs: 2000,
-          warmupMs: m.warmupMs,
-          windowMs: windowMs ?? m.windowMs,
-          seed,
-        }),
-      );
+      const args = {
+        store,
+        mode,
+        workload: headline,
+        streams: n,
+        ...(ioThreads !== undefined && { ioThreads }),
+        aloneMs: store === 'memory' ? 0 : m.aloneMs,
+        size: m.size,
+        intervalMs: 2000,
+        warmupMs: m.warmupMs,
+        windowMs: windowMs ?? m.windowMs,
+        seed,
+      };
+      if (store !== 'postgres') results.many = (results.many ?? []).concat(await manyStreamsInChild(args));
+      else if (!pgUrl) results.manySkipped = 'STATEFOLD_PG_URL was not set (start one with bench/postgres.sh)';
+      else results.many = (results.many ?? []).concat(await manyStreamsOnPostgres(args, processes ?? 1, pgUrl));
     }
     if (want('stores')) {
       const { rounds, ...lengths } = plan.stores;

@@ -1,7 +1,8 @@
 /**
  * Stores for the benchmark: memory, file (fsync on, the durable default), SQLite (statefold/sqlite,
- * synchronous=FULL by default), and S3 when the STATEFOLD_S3_* variables are set; and a wrapper that
- * counts the write requests and bytes.
+ * synchronous=FULL by default), S3 when the STATEFOLD_S3_* variables are set, PostgreSQL
+ * (statefold/postgres) on a table the caller names; and a wrapper that counts the write requests
+ * and bytes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,7 +79,7 @@ export class CountingStore implements Store {
 
 /** A store the benchmark can open fresh for each scenario. */
 export interface StoreKind {
-  name: 'memory' | 'file' | 'sqlite' | 's3';
+  name: 'memory' | 'file' | 'sqlite' | 's3' | 'postgres';
   /** A fresh, empty store (a new directory, a new S3 prefix). */
   create(label: string, options?: { fsync?: boolean }): Promise<Store>;
   /**
@@ -206,4 +207,63 @@ export async function s3Stores(runId: string): Promise<StoreKind | string> {
       }
     },
   };
+}
+
+/**
+ * PostgresStores on one table of the server at `url` (PostgreSQL's defaults: fsync and
+ * synchronous_commit on), every instance on that table: the caller makes the table's name unique
+ * and drops it afterwards (dropPostgresTable). `cleanup` closes the instances.
+ */
+export async function postgresStores(url: string, table: string): Promise<StoreKind> {
+  // A variable specifier, as for S3: loaded only when asked for.
+  const specifier = 'statefold/postgres';
+  const { PostgresStore } = (await import(specifier)) as typeof import('statefold/postgres');
+  const open: { close(): Promise<void> }[] = [];
+  const store = (): Store => {
+    const s = new PostgresStore({ connectionString: url, table });
+    open.push(s);
+    return s;
+  };
+  return {
+    name: 'postgres',
+    create: async () => store(),
+    // A new instance (a new pool) on the same table, as a restarted process would open it.
+    reopen: () => store(),
+    cleanup: async () => {
+      for (const s of open.splice(0)) await s.close().catch(() => undefined);
+    },
+  };
+}
+
+/** A table name for one bench run (letters, digits, `_`), unique on the server in practice. */
+export function benchTable(label: string): string {
+  return `statefold_bench_${label}_${process.pid}_${Date.now().toString(36)}`;
+}
+
+/** Drops `table` on the server at `url` if it is there. */
+export async function dropPostgresTable(url: string, table: string): Promise<void> {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error(`bench: not a plain table name: ${table}`);
+  await postgresQuery(url, `DROP TABLE IF EXISTS "${table}"`);
+}
+
+/** One statement on a connection of its own (through pg, which the bench has from PostgresSaver's package). */
+export async function postgresQuery(url: string, text: string): Promise<Record<string, unknown>[]> {
+  const specifier = 'pg';
+  const { default: pg } = (await import(specifier)) as {
+    default: { Client: new (o: { connectionString: string }) => PgClient };
+  };
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** What the bench uses of a pg.Client (the bench has no @types/pg). */
+interface PgClient {
+  connect(): Promise<void>;
+  query(text: string): Promise<{ rows: Record<string, unknown>[] }>;
+  end(): Promise<void>;
 }
