@@ -34,6 +34,11 @@ export function corrupt(stream: string, seq: number, key: string, why: string, c
   return failure('CORRUPT', { stream, seq, key }, why, cause);
 }
 
+/** An UNSUPPORTED error (an intact frame of a newer format) naming stream, seq and key, and why. */
+export function unsupported(stream: string, seq: number, key: string, why: string): StatefoldError {
+  return failure('UNSUPPORTED', { stream, seq, key }, `${why}: written by a newer statefold? upgrade to read it`);
+}
+
 /** A store failure during `op` as a STORAGE error naming stream, seq and key; other StatefoldErrors pass through. */
 export function wrapStorage(err: unknown, stream: string, seq: number, key: string, op: string): StatefoldError {
   if (isStatefoldError(err) && err.code !== 'STORAGE') return err;

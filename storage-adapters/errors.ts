@@ -14,6 +14,12 @@ export type ErrorCode =
   | 'NOT_FOUND'
   /** A stored object failed verification: checksum, length, identity, chain, or (encrypted streams) authentication. */
   | 'CORRUPT'
+  /**
+   * A stored frame is intact (its length and checksum hold) but in a format this statefold does
+   * not read: a format version, frame kind or compression of a newer statefold. Never taken for
+   * damage: `repair` and `skipDamaged` stop at it rather than step over newer checkpoints.
+   */
+  | 'UNSUPPORTED'
   /** An encrypted frame's key (named in the message) is not available: no `encryption` given, or its keys lack that id. */
   | 'KEY_UNAVAILABLE'
   /** Another engine has opened the stream since this one did; this engine may not commit. */

@@ -31,9 +31,13 @@
  * associated data, so an object moved to another stream or seq, edited, or replaced by a
  * plaintext frame is CORRUPT. The CRC still covers the whole frame: accidental damage is told
  * apart from a failed authentication.
+ *
+ * Every later version keeps the magic, the version byte, the three lengths at 8-19 and the
+ * trailing CRC: a reader then tells a newer statefold's intact frame (UNSUPPORTED, which repair
+ * and skipDamaged never step over) from damage (CORRUPT).
  */
 import { crc32 } from 'node:zlib';
-import { StatefoldError, corrupt } from '../errors.js';
+import { StatefoldError, corrupt, unsupported } from '../errors.js';
 import { FIXED, FLAG_SEALED, FLAG_SECRET, MAGIC, SEAL_OVERHEAD, TRAILER, assembleFrame, openBody } from './assemble.js';
 import { COMPRESSIONS, asBuffer } from './compression.js';
 import {
@@ -157,7 +161,8 @@ export interface FrameOrigin {
 
 /**
  * Verifies and parses a stored frame: length, magic, version, checksum, lengths, and that it
- * belongs to the stream and seq its key names. Anything wrong is CORRUPT, with stream, seq and key.
+ * belongs to the stream and seq its key names. Anything wrong is CORRUPT, with stream, seq and key;
+ * an intact frame of a newer format (version, kind or compression) is UNSUPPORTED.
  */
 export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: FrameReading = DEFAULT_LIMITS): Frame {
   const fail = (why: string): never => {
@@ -168,8 +173,7 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
     fail(`object of ${buf.byteLength} bytes is too short to be a frame (truncated?)`);
   if (buf.readUInt32LE(0) !== MAGIC) fail('not a statefold frame (bad magic)');
   const version = buf[4]!;
-  if (version < 1 || version > FORMAT_VERSION)
-    fail(`frame format version ${version} is not supported by this statefold (reads versions 1 to ${FORMAT_VERSION})`);
+  if (version < 1) fail(`frame format version ${version} does not exist`);
   const headLength = buf.readUInt32LE(8);
   const payloadLength = buf.readUInt32LE(12);
   const rawLength = buf.readUInt32LE(16);
@@ -178,10 +182,17 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
     fail(`frame declares ${expected} bytes but the object has ${buf.byteLength} (truncated or extended)`);
   const crc = buf.readUInt32LE(buf.byteLength - TRAILER);
   if (crc32(buf.subarray(0, buf.byteLength - TRAILER)) !== crc) fail('checksum mismatch (damaged object)');
+  // Intact, so not damage: a version, kind or compression this statefold does not know is a newer
+  // statefold's (every version keeps the fixed part's lengths and the trailing checksum for this).
+  const newer = (why: string): never => {
+    throw unsupported(origin.stream, origin.seq, origin.key, why);
+  };
+  if (version > FORMAT_VERSION)
+    newer(`frame format version ${version} is not supported by this statefold (reads versions 1 to ${FORMAT_VERSION})`);
   const kind = CODE_KIND[buf[5]!];
-  if (kind === undefined) fail(`unknown frame kind ${buf[5]}`);
+  if (kind === undefined) newer(`unknown frame kind ${buf[5]}`);
   const compression = COMPRESSIONS.get(buf[6]!);
-  if (compression === undefined) fail(`unknown compression ${buf[6]}`);
+  if (compression === undefined) newer(`unknown compression ${buf[6]}`);
   const flags = buf[7]!;
   const sealed = (flags & FLAG_SEALED) !== 0;
   const sealedFlags = flags === FLAG_SEALED || flags === (FLAG_SEALED | FLAG_SECRET);
