@@ -74,13 +74,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
           'mode',
           'streams',
           'asked /s',
-          'called /s',
-          'committed /s',
-          'lateness p50 / p99 ms',
-          'lateness first → last fifth',
-          'commit p50 / p99 ms',
-          'loop delay p99 / max ms',
-          'CPU ms per checkpoint (in steps)',
+          ...SCHEDULE_HEADS,
           'heap per stream, open → end',
           'RSS per stream',
           'backlog at the end',
@@ -94,13 +88,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
           r.mode,
           int(r.streams),
           int(r.targetRate),
-          int(r.called / r.seconds),
-          int(r.committed / r.seconds),
-          `${ms(r.lateness.p50)} / ${ms(r.lateness.p99)}`,
-          `${ms(r.latenessFirst)} → ${ms(r.latenessLast)}`,
-          `${ms(r.commit.p50)} / ${ms(r.commit.p99)}`,
-          `${ms(r.loopDelay.p99)} / ${ms(r.loopDelay.max)}`,
-          `${r.cpuPerCheckpoint.toFixed(2)} (${pct(r.stepShare)})`,
+          ...scheduleCells(r),
           `${bytes(r.heapOpenPerStream)} → ${bytes(r.heapPerStream)}`,
           bytes(r.rssPerStream),
           int(r.backlog ?? NaN),
@@ -168,13 +156,7 @@ function acrossSection(across: ManyResult[], skipped: string | undefined): strin
       int(x.streams),
       x.alone ? aloneText(x) : '–',
       int(x.targetRate),
-      int(x.called / x.seconds),
-      int(x.committed / x.seconds),
-      `${ms(x.lateness.p50)} / ${ms(x.lateness.p99)}`,
-      `${ms(x.latenessFirst)} → ${ms(x.latenessLast)}`,
-      `${ms(x.commit.p50)} / ${ms(x.commit.p99)}`,
-      `${ms(x.loopDelay.p99)} / ${ms(x.loopDelay.max)}`,
-      `${x.cpuPerCheckpoint.toFixed(2)} (${pct(x.stepShare)})`,
+      ...scheduleCells(x),
       x.serverCpuPerCheckpoint === undefined ? '–' : x.serverCpuPerCheckpoint.toFixed(2),
       int(x.backlog),
       x.drainSeconds ? int(x.drained / x.drainSeconds) : '–',
@@ -191,13 +173,7 @@ function acrossSection(across: ManyResult[], skipped: string | undefined): strin
         'streams',
         'store alone /s (CPU µs per create), before → after',
         'asked /s',
-        'called /s',
-        'committed /s',
-        'lateness p50 / p99 ms',
-        'lateness first → last fifth',
-        'commit p50 / p99 ms',
-        'loop delay p99 / max ms',
-        'CPU ms per checkpoint (in steps)',
+        ...SCHEDULE_HEADS,
         'server CPU ms per checkpoint',
         'backlog at the end',
         'drain on close /s',
@@ -212,6 +188,29 @@ function acrossSection(across: ManyResult[], skipped: string | undefined): strin
 }
 
 /** The store alone's runs that ran: before the engines, and after them. */
+/** The columns both many-streams tables give each run: how it kept to its schedule, and at what CPU. */
+const SCHEDULE_HEADS = [
+  'called /s',
+  'committed /s',
+  'lateness p50 / p99 ms',
+  'lateness first → last fifth',
+  'commit p50 / p99 ms',
+  'loop delay p99 / max ms',
+  'CPU ms per checkpoint (in steps)',
+];
+
+function scheduleCells(r: ManyResult): string[] {
+  return [
+    int(r.called / r.seconds),
+    int(r.committed / r.seconds),
+    `${ms(r.lateness.p50)} / ${ms(r.lateness.p99)}`,
+    `${ms(r.latenessFirst)} → ${ms(r.latenessLast)}`,
+    `${ms(r.commit.p50)} / ${ms(r.commit.p99)}`,
+    `${ms(r.loopDelay.p99)} / ${ms(r.loopDelay.max)}`,
+    `${r.cpuPerCheckpoint.toFixed(2)} (${pct(r.stepShare)})`,
+  ];
+}
+
 function aloneRuns(r: ManyResult): StoreAlone[] {
   return [r.alone, r.aloneAfter].filter((a) => a !== undefined);
 }

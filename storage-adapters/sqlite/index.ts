@@ -241,29 +241,25 @@ export class SqliteStore implements Store {
   }
 
   async list(prefix: string, options?: ListOptions): Promise<string[]> {
-    assertPrefix(prefix, options?.limit);
-    throwIfAborted('list', prefix, options?.signal);
-    const reply = await this.#call(
-      'list',
-      prefix,
-      this.#read({ id: 0, op: 'list', prefix, after: options?.startAfter, limit: options?.limit }),
-    );
-    throwIfAborted('list', prefix, options?.signal);
-    this.#stats.reads++;
-    return (reply as Extract<Outcome, { keys: string[] }>).keys;
+    return ((await this.#range('list', prefix, options)) as Extract<Outcome, { keys: string[] }>).keys;
   }
 
   async scan(prefix: string, options?: ListOptions): Promise<ScannedObject[]> {
+    return ((await this.#range('scan', prefix, options)) as Extract<Outcome, { objects: unknown }>).objects;
+  }
+
+  /** A key range (`prefix`, after `startAfter`, at most `limit`): its keys, or its keys and bytes. */
+  async #range(op: 'list' | 'scan', prefix: string, options: ListOptions | undefined): Promise<Outcome> {
     assertPrefix(prefix, options?.limit);
-    throwIfAborted('scan', prefix, options?.signal);
+    throwIfAborted(op, prefix, options?.signal);
     const reply = await this.#call(
-      'scan',
+      op,
       prefix,
-      this.#read({ id: 0, op: 'scan', prefix, after: options?.startAfter, limit: options?.limit }),
+      this.#read({ id: 0, op, prefix, after: options?.startAfter, limit: options?.limit }),
     );
-    throwIfAborted('scan', prefix, options?.signal);
+    throwIfAborted(op, prefix, options?.signal);
     this.#stats.reads++;
-    return (reply as Extract<Outcome, { objects: unknown }>).objects;
+    return reply;
   }
 
   async delete(key: string, options?: StoreOptions): Promise<void> {
