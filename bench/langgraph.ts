@@ -24,6 +24,7 @@ import { StatefoldSaver } from 'statefold/langgraph';
 import { SqliteStore } from 'statefold/sqlite';
 import { PostgresStore } from 'statefold/postgres';
 import pg from 'pg';
+import { benchTable } from './stores.js';
 import { inFreshProcess, type FreshWhere } from './fresh.js';
 import { summarize, type Progress, type Summary } from './stats.js';
 
@@ -213,7 +214,7 @@ async function backend(id: SaverId, pgUrl: string | undefined): Promise<Backend>
     }
     case 'statefold-postgres': {
       // One table of its own on the server PostgresSaver runs on; both measured the same way (on disk).
-      const table = `bench_sf_${Date.now().toString(36)}`;
+      const table = benchTable('langgraph');
       const pool = new pg.Pool({ connectionString: pgUrl! });
       const store = new PostgresStore({ pool, table });
       return {

@@ -16,6 +16,8 @@ import {
   type StoreOptions,
 } from 'statefold';
 import { SqliteStore } from 'statefold/sqlite';
+import { PostgresStore } from 'statefold/postgres';
+import pg from 'pg';
 
 /** What a written object is, for counting bases and deltas apart. */
 /** What a write holds: a base, a delta, a fence, a full snapshot (baselines), or a hint (statefold's newest-base pointer). */
@@ -215,9 +217,6 @@ export async function s3Stores(runId: string): Promise<StoreKind | string> {
  * and drops it afterwards (dropPostgresTable). `cleanup` closes the instances.
  */
 export async function postgresStores(url: string, table: string): Promise<StoreKind> {
-  // A variable specifier, as for S3: loaded only when asked for.
-  const specifier = 'statefold/postgres';
-  const { PostgresStore } = (await import(specifier)) as typeof import('statefold/postgres');
   const open: { close(): Promise<void> }[] = [];
   const store = (): Store => {
     const s = new PostgresStore({ connectionString: url, table });
@@ -246,12 +245,8 @@ export async function dropPostgresTable(url: string, table: string): Promise<voi
   await postgresQuery(url, `DROP TABLE IF EXISTS "${table}"`);
 }
 
-/** One statement on a connection of its own (through pg, which the bench has from PostgresSaver's package). */
+/** One statement on a connection of its own. */
 export async function postgresQuery(url: string, text: string): Promise<Record<string, unknown>[]> {
-  const specifier = 'pg';
-  const { default: pg } = (await import(specifier)) as {
-    default: { Client: new (o: { connectionString: string }) => PgClient };
-  };
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -259,11 +254,4 @@ export async function postgresQuery(url: string, text: string): Promise<Record<s
   } finally {
     await client.end();
   }
-}
-
-/** What the bench uses of a pg.Client (the bench has no @types/pg). */
-interface PgClient {
-  connect(): Promise<void>;
-  query(text: string): Promise<{ rows: Record<string, unknown>[] }>;
-  end(): Promise<void>;
 }
