@@ -5,6 +5,7 @@
  */
 import { restoreRange, type ListCheckpointsOptions, type Store } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
+import type { Entry } from './locate.js';
 
 /** What reads of a thread's stream are given (its encryption, limits and timeout). */
 export type Reading = Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>;
@@ -15,17 +16,11 @@ export interface Stored {
   meta: unknown;
 }
 
-/** A run of seqs read ahead for a lookup (undefined when the read failed: it is made again). */
-export interface Ahead {
-  seq: number;
-  run: Promise<Map<number, Stored> | undefined>;
-}
-
 /** Most seqs restored together (restoreRange's limit). */
 const WINDOW = 64;
 
 /** Whether `after`, the entry of the seq after checkpoint `id`'s, was committed with `id`'s writes. */
-export function carries(after: { meta: ThreadMeta }, id: string): boolean {
+export function carries(after: Entry, id: string): boolean {
   return after.meta.pw === true && after.meta.parent === id;
 }
 

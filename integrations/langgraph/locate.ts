@@ -11,7 +11,6 @@ import {
   type Store,
 } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta } from './codec.js';
-import { restoreRun, type Ahead } from './history.js';
 
 /** A committed seq of a thread's stream with its meta. */
 export interface Entry {
@@ -122,19 +121,6 @@ export class ThreadLocator {
     if (found === undefined) return this.#scan(id, newest.seq);
     this.seqs.set(id, { seq: found, sealed });
     return found;
-  }
-
-  /**
-   * Where this process saw checkpoint `id` sealed at a seq: that seq's run (with the next seq,
-   * which may hold its writes) read now, beside the newest, instead of after it. Frames do not
-   * change once committed, so what this reads is what a read after the newest would; the newest
-   * still decides which seq holds `id`, and whether the read ahead is used (checkpointAt).
-   */
-  readAhead(id: string): Ahead | undefined {
-    const known = this.seqs.get(id);
-    if (!known?.sealed) return undefined;
-    const run = restoreRun(this.store, this.stream, this.reading, known.seq, known.seq + 1).catch(() => undefined);
-    return { seq: known.seq, run };
   }
 
   /** Whether a lookup of `id` searches the stream (this process has not seen a seq holding it). */

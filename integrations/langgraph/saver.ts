@@ -39,7 +39,7 @@ import {
 import { idOf, missing, nsOf, threadsOf, type StatefoldSaverOptions } from './config.js';
 import { checkpointOf } from './history.js';
 import { Threads } from './pool.js';
-import { AFTER_COMMIT, type Ahead, type Entry, type Head, type Thread } from './thread.js';
+import { AFTER_COMMIT, type Entry, type Head, type Thread } from './thread.js';
 import { entryOf, keptValue, matching, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
 
 /** A LangGraph checkpointer that stores each thread as a statefold stream of deltas. */
@@ -105,17 +105,17 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         const seq = await t.locate(head.meta.max, entryOf(head));
         return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq, undefined, entryOf(head));
       }
-      // Read beside the newest: the oldest seq (bounds a search), or the state where this process saw it.
+      // The oldest seq bounds the search for an older checkpoint: read beside the newest, not after
+      // it (and not at all when this process saw where the checkpoint is).
       const oldest = t.searches(wanted) ? t.oldest() : undefined;
-      oldest?.catch(() => undefined);
-      const ahead = t.readAhead(wanted);
+      oldest?.catch(() => undefined); // (unused when the newest answers)
       const newest = await t.newest();
       // (The metas the lookup read are this checkpoint's and the next seq's: not read again.)
       const probed = new Map<number, Entry>();
       const seq = await t.locate(wanted, newest, probed, oldest);
       if (seq === undefined) return undefined;
       const after = probed.get(seq + 1) ?? newest;
-      return this.#tupleAt(t, wanted, seq, probed.get(seq)?.meta, after, ahead);
+      return this.#tupleAt(t, wanted, seq, probed.get(seq)?.meta, after);
     });
   }
 
@@ -127,9 +127,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
     known?: ThreadMeta,
     /** An entry already read: the newest, or the one after `seq`. */
     newest?: Entry,
-    ahead?: Ahead,
   ): Promise<CheckpointTuple | undefined> {
-    const at = await t.checkpointAt(id, seq, known, newest, ahead);
+    const at = await t.checkpointAt(id, seq, known, newest);
     return at === undefined ? undefined : this.#tuple(t, at.state, at.meta);
   }
 

@@ -16,11 +16,10 @@ import {
 } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './codec.js';
 import { AFTER_COMMIT, type Change, type Head, type Next, type Queued } from './writes.js';
-import { carries, checkpointOf, restoreRun, Windows, type Ahead } from './history.js';
+import { carries, checkpointOf, restoreRun, Windows } from './history.js';
 import { ThreadLocator, type Entry } from './locate.js';
 
 export { PAGE, type Entry } from './locate.js';
-export type { Ahead } from './history.js';
 
 export { AFTER_COMMIT, type Change, type Head, type Next } from './writes.js';
 
@@ -287,20 +286,10 @@ export class Thread extends ThreadLocator {
     seq: number,
     known?: ThreadMeta,
     newest?: Entry,
-    ahead?: Ahead,
   ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
-    const early = ahead?.seq === seq ? await ahead.run : undefined;
-    const alone = newest?.seq === seq || (newest?.seq === seq + 1 && !carries(newest, id));
-    if (alone) {
-      const at = early?.get(seq) ?? (await this.#keptAt(seq));
-      return checkpointOf(this.stream, id, seq, known, at, undefined);
-    }
-    // The run read ahead holds the next seq unless that was committed after it was read (or is a
-    // fence): read again then, after the newest.
-    const run =
-      early?.has(seq) && early.has(seq + 1)
-        ? early
-        : await restoreRun(this.store, this.stream, this.reading, seq, seq + 1);
+    if (newest?.seq === seq || (newest?.seq === seq + 1 && !carries(newest, id)))
+      return checkpointOf(this.stream, id, seq, known, await this.#keptAt(seq), undefined);
+    const run = await restoreRun(this.store, this.stream, this.reading, seq, seq + 1);
     return checkpointOf(this.stream, id, seq, known, run.get(seq), run.get(seq + 1));
   }
 
