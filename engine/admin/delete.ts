@@ -252,8 +252,9 @@ async function fence(store: Store, keys: StreamKeys, signal: AbortSignal | undef
     epoch = (tail?.header.epoch ?? 0) + 1;
     ({ seq, key } = nextFree(keys, tail, log.floor));
   } catch (err) {
-    if (!isStatefoldError(err, 'CORRUPT')) throw err;
-    // The newest object is damaged (the streams that most need deleting): fence the slot above every listed one.
+    if (!isStatefoldError(err, 'CORRUPT') && !isStatefoldError(err, 'UNSUPPORTED')) throw err;
+    // The newest object is damaged (the streams that most need deleting), or a newer statefold's:
+    // fence the slot above every listed one, which needs no frame read.
     seq = (log.slots[log.slots.length - 1]?.seq ?? 0) + 1;
     key = keys.slot(seq);
     epoch = highestKeyEpoch(log) + 1;

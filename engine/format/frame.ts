@@ -34,7 +34,8 @@
  *
  * Every later version keeps the magic, the version byte, the three lengths at 8-19 and the
  * trailing CRC: a reader then tells a newer statefold's intact frame (UNSUPPORTED, which repair
- * and skipDamaged never step over) from damage (CORRUPT).
+ * and skipDamaged never step over) from damage (CORRUPT). So anything an older reader would refuse
+ * or misread (a new header key, operation or payload encoding) takes a new version byte.
  */
 import { crc32 } from 'node:zlib';
 import { StatefoldError, corrupt, unsupported } from '../errors.js';
