@@ -66,10 +66,11 @@ export class SnapshotEngine<S = unknown> {
     this.policy = policy;
     this.#capturer = opened.capturer;
     this.#lastMeta = opened.head.meta;
-    this.#afterBase = new AfterBase(store, keys, options.retention, limits, policy.spanEvery);
+    this.#afterBase = new AfterBase(store, keys, options.retention, limits, policy.spanEvery, options.index);
     const identity = { epoch: claim.epoch, writer: claim.writer };
     const committer = new Committer(store, keys, identity, limits);
-    const onBase = (seq: number): void => this.#afterBase.committed(seq);
+    const onBase = (seq: number, prev: number, meta: Uint8Array | undefined): void =>
+      this.#afterBase.committed(seq, prev, meta);
     this.#queue = new CommitQueue({
       keys,
       identity,

@@ -11,6 +11,8 @@ export type { EffectRecord, EffectStatus, PendingPolicy, EffectRetention } from 
 export { restore, listCheckpoints } from './restore/index.js';
 export { restoreRange } from './restore/range.js';
 export type { RestoreRangeOptions } from './restore/range.js';
+export { findIndexed } from './restore/indexed.js';
+export type { FindIndexedOptions, IndexedFind, IndexedEntry } from './restore/indexed.js';
 export { readCheckpointMeta } from './restore/meta.js';
 export type { ReadMetaOptions } from './restore/meta.js';
 export type {

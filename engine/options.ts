@@ -1,6 +1,13 @@
 /** The options of `SnapshotEngine.open` and `checkpoint`, and their checks (INVALID_ARGUMENT before any store is touched). */
 import type { Store } from '../storage-adapters/store.js';
-import { assertOptionalBoolean, assertOptions, assertStore, invalidArgument, readingOf } from './args.js';
+import {
+  assertOptionalBoolean,
+  assertOptionalFunction,
+  assertOptions,
+  assertStore,
+  invalidArgument,
+  readingOf,
+} from './args.js';
 import type { UpdateMode } from './capture/index.js';
 import { resolveEffectRetention, type EffectRetention, type PendingPolicy } from './effects/ledger.js';
 import { StatefoldError, describeValue } from './errors.js';
@@ -8,6 +15,7 @@ import type { FrameReading } from './format/frame.js';
 import type { Encryption } from './format/keyring.js';
 import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
+import type { IndexOf } from './writer/index-objects.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
 import { resolveRetention, type Retention } from './retention.js';
 
@@ -56,6 +64,13 @@ export interface EngineOptions {
    * the next seq, and `engine.repaired` says what was passed over. Off by default: damage is an error.
    */
   repair?: boolean;
+  /**
+   * Keeps an index of the stream's checkpoints by a key their meta gives, for `findIndexed`: after
+   * each base the engine writes one empty object named by that base's key (`index(meta)`). Keys
+   * must never decrease along the stream, be 1 to 100 printable ASCII characters (others are not
+   * indexed), and are stored in the clear, so an encrypted stream cannot have one. Off by default.
+   */
+  index?: (meta: unknown) => string | undefined;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -77,6 +92,7 @@ export interface ResolvedEngineOptions {
   onPendingEffect: PendingPolicy;
   effectRetention: Required<EffectRetention>;
   repair: boolean;
+  index: IndexOf | undefined;
 }
 
 /** Checks `options` and fills defaults; INVALID_ARGUMENT names the first bad option. */
@@ -98,6 +114,13 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     );
   }
   const limits = readingOf(options, 'SnapshotEngine.open');
+  assertOptionalFunction(options.index, 'index', 'SnapshotEngine.open', keys.stream);
+  if (options.index !== undefined && options.encryption !== undefined)
+    invalidArgument(
+      'SnapshotEngine.open',
+      'index keys are stored in the clear: an encrypted stream cannot have an index',
+      keys.stream,
+    );
   if (options.retention !== undefined) resolveRetention(options.retention);
   const effectRetention = resolveEffectRetention(options.effectRetention);
   const onPendingEffect = options.onPendingEffect === undefined ? 'throw' : options.onPendingEffect;
@@ -119,5 +142,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     onPendingEffect,
     effectRetention,
     repair: options.repair === true,
+    index: options.index,
   };
 }

@@ -195,6 +195,15 @@ async function collect(
       }
     }
   }
+  // Index objects of chains wholly below the floor point at deleted history (whatever their order:
+  // keys increase within one life of a stream only).
+  for (const key of log.indexKeys) {
+    const object = keys.parseIndex(key);
+    if (object !== undefined && object.base <= floor) {
+      await store.delete(key, signalOpt);
+      deletedKeys++;
+    }
+  }
   // The floor just written supersedes the older ones.
   for (const key of log.floorKeys) if (key !== keys.floor(floor)) await store.delete(key, signalOpt);
   return { deleted, deletedKeys, oldestRetained: floor };

@@ -195,11 +195,12 @@ function mayBeFence(
 
 /**
  * Whether `key` of the stream is of what the delete removes: a log key or hint below `floor`, an
- * older floor, or a key of no known kind. Log keys, hints and floors from `floor` up belong to a
- * stream started anew after the delete took effect.
+ * older floor, an index object of a chain that starts below `floor`, or a key of no known kind.
+ * Log keys, hints, floors and index objects from `floor` up belong to a stream started anew after
+ * the delete took effect.
  */
 function below(keys: StreamKeys, key: string, floor: number): boolean {
-  const seq = keys.parse(key)?.seq ?? keys.parseHint(key) ?? keys.parseFloor(key);
+  const seq = keys.parse(key)?.seq ?? keys.parseHint(key) ?? keys.parseFloor(key) ?? keys.parseIndex(key)?.prev;
   return seq === undefined || seq < floor;
 }
 

@@ -54,7 +54,8 @@ export function hex16(n: number): string {
 
 /**
  * The layout of one stream's keys: `<stream>/log/<seq>[.<epoch>]` (see listing.ts for slots) and
- * `<stream>/gc/<seq>` (retention floors). The engine owns key naming; stores only see keys.
+ * `<stream>/gc/<seq>` (retention floors), `<stream>/hint/<seq>` (hints) and `<stream>/idx/...` (index
+ * objects). The engine owns key naming; stores only see keys.
  */
 export class StreamKeys {
   readonly stream: string;
@@ -124,6 +125,40 @@ export class StreamKeys {
     return seqUnder(this.floors, key);
   }
 
+  /**
+   * Prefix of the stream's index objects (see restore/indexed.ts): one per base of a stream written
+   * with an index, named by the index key its base's meta gives.
+   */
+  get index(): string {
+    return `${this.root}idx/`;
+  }
+
+  /**
+   * The index object of base `base` whose chain starts at base `prev`, for index key `key`:
+   * `<stream>/idx/<the key's UTF-8 as hex>.<prev as 16 hex>.<base as 16 hex>`. Hex keeps the
+   * key's byte order, and a key that is a prefix of another sorts first ('.' sorts below hex digits).
+   */
+  indexEntry(key: string, prev: number, base: number): string {
+    return `${this.index}${Buffer.from(key, 'utf8').toString('hex')}.${hex16(prev)}.${hex16(base)}`;
+  }
+
+  /** Where a listing of the index objects whose key is at least `key` starts after. */
+  indexFrom(key: string): string {
+    return `${this.index}${Buffer.from(key, 'utf8').toString('hex')}`;
+  }
+
+  /** Parses an index object's key into its index key, the base its chain starts at and its base. */
+  parseIndex(key: string): { key: string; prev: number; base: number } | undefined {
+    if (!key.startsWith(this.index)) return undefined;
+    const m = /^((?:[0-9a-f]{2})*)\.([0-9a-f]{16})\.([0-9a-f]{16})$/.exec(key.slice(this.index.length));
+    if (!m) return undefined;
+    const prev = parseInt(m[2]!, 16);
+    const base = parseInt(m[3]!, 16);
+    if (!Number.isSafeInteger(prev) || !Number.isSafeInteger(base) || prev < 1 || base <= prev) return undefined;
+    const indexKey = Buffer.from(m[1]!, 'hex').toString('utf8');
+    return indexKeyError(indexKey) === undefined ? { key: indexKey, prev, base } : undefined;
+  }
+
   /** Parses a log key into its seq and, for a key that follows a fence, that fence's epoch. */
   parse(key: string): { seq: number; afterEpoch: number } | undefined {
     if (!key.startsWith(this.log)) return undefined;
@@ -135,6 +170,20 @@ export class StreamKeys {
     if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(afterEpoch) || seq < 1) return undefined;
     return { seq, afterEpoch };
   }
+}
+
+/** Longest index key, in characters: its hex form and two seqs stay within a file name's 255 bytes. */
+export const MAX_INDEX_KEY = 100;
+
+/**
+ * Why `key` cannot be an index key, or undefined when it can: a string of 1 to 100 printable ASCII
+ * characters, so that the store's byte order of its hex form is the order of `<` on strings.
+ */
+export function indexKeyError(key: unknown): string | undefined {
+  if (typeof key !== 'string' || key.length === 0) return `must be a non-empty string, not ${JSON.stringify(key)}`;
+  if (key.length > MAX_INDEX_KEY) return `${key.length} characters, more than ${MAX_INDEX_KEY}`;
+  if (!/^[\x20-\x7e]*$/.test(key)) return 'holds a character outside printable ASCII';
+  return undefined;
 }
 
 /** The seq a key `<prefix><seq as 16 hex>` names, or undefined for any other key. */

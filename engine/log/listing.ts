@@ -28,6 +28,8 @@ export interface LogListing {
   floorKeys: string[];
   /** What is left of the slots below the floor: the fences kept, and leftovers of an interrupted gc. */
   below: Slot[];
+  /** Keys of the stream's index objects (keys.index), when the whole stream was listed (no `from`). */
+  indexKeys: string[];
   /** Set when only the slots from this seq on were listed (see listLog). */
   from?: number | undefined;
   /** With `bodiesFrom`, on a store that scans: the bytes of the log keys scanned (readFrame takes them from here). */
@@ -68,6 +70,7 @@ export async function listLog(
   }
   const all: Slot[] = [];
   const floorKeys: string[] = [];
+  const indexKeys: string[] = [];
   let floor = 1;
   for (const key of listed) {
     const parsed = keys.parse(key);
@@ -76,7 +79,7 @@ export async function listLog(
       if (f !== undefined) {
         floorKeys.push(key);
         floor = Math.max(floor, f);
-      }
+      } else if (key.startsWith(keys.index)) indexKeys.push(key);
       continue; // neither (a hint, or a future extension): ignored
     }
     const last = all[all.length - 1];
@@ -85,7 +88,15 @@ export async function listLog(
   }
   const at = all.findIndex((s) => s.seq >= floor);
   const split = at < 0 ? all.length : at;
-  const log: LogListing = { keys, slots: all.slice(split), floor, floorKeys, below: all.slice(0, split), from };
+  const log: LogListing = {
+    keys,
+    slots: all.slice(split),
+    floor,
+    floorKeys,
+    below: all.slice(0, split),
+    indexKeys,
+    from,
+  };
   if (bodies !== undefined) log.bodies = bodies;
   return log;
 }
@@ -143,8 +154,9 @@ async function listUpTo(
   let startAfter = `${keys.slot(from - 1)}~`;
   // Bounded: every full page moves startAfter on by `limit` keys, and stops past `to`.
   for (;;) {
-    // (A key or two past the range when scanning: each one read past the range is a body read for nothing.)
-    const limit = Math.min(1000, to - from + (bodies === undefined ? 9 : 2));
+    // (A few keys past the range when scanning, room for a fence or two (one per open): each key read past
+    // the range is a body read for nothing, a page too short a round more.)
+    const limit = Math.min(1000, to - from + (bodies === undefined ? 9 : 4));
     const page = await listing(store, keys.log, { startAfter, limit, ...(signal ? { signal } : {}) }, bodies);
     for (const key of page) {
       const seq = keys.parse(key)?.seq;

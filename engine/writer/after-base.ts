@@ -8,10 +8,12 @@ import type { FrameReading } from '../format/frame.js';
 import type { StreamKeys } from '../log/keys.js';
 import { gc, type GcReport, type Retention } from '../retention.js';
 import { HintWriter } from './hints.js';
+import { IndexWriter, type IndexOf } from './index-objects.js';
 
 /** Runs one engine's follow-ups of a base: the hint, and gc when a retention was set at open; gc also when asked. */
 export class AfterBase {
   readonly #hints: HintWriter;
+  readonly #index: IndexWriter | undefined;
   #running: Promise<GcReport> | undefined;
   #error: unknown;
 
@@ -24,9 +26,12 @@ export class AfterBase {
     private readonly limits: FrameReading,
     /** The span length of the chains the engine writes (policy.spanEvery), named in its hints. */
     span: number,
+    /** The index the stream is written with (EngineOptions.index), if any. */
+    index?: IndexOf,
   ) {
     this.stream = keys.stream;
     this.#hints = new HintWriter(store, keys, span);
+    this.#index = index === undefined ? undefined : new IndexWriter(store, keys, index);
   }
 
   /** The error of the last background gc, if it failed (it is retried after the next base). */
@@ -34,9 +39,13 @@ export class AfterBase {
     return this.#error;
   }
 
-  /** A base committed at `seq`: hint it, and start a background gc unless one is running or no retention was set. */
-  committed(seq: number): void {
+  /**
+   * A base committed at `seq` (after the chain of base `prev`, with `meta` as stored): hint it,
+   * index it, and start a background gc unless one is running or no retention was set.
+   */
+  committed(seq: number, prev: number, meta: Uint8Array | undefined): void {
     this.#hints.afterBase(seq);
+    this.#index?.afterBase(seq, prev, meta);
     if (this.retention === undefined || this.#running) return;
     const run = this.run(this.retention);
     this.#running = run;
@@ -66,9 +75,10 @@ export class AfterBase {
     return this.#hints.idle();
   }
 
-  /** Resolves when no hint is being written and no background gc is running (whatever their outcome). */
+  /** Resolves when no hint or index object is being written and no background gc is running (whatever their outcome). */
   async idle(): Promise<void> {
     await this.#hints.idle();
+    await this.#index?.idle();
     await this.#running?.catch(() => undefined);
   }
 }

@@ -61,8 +61,8 @@ export interface CommitQueueOptions {
   /** The capturer whose captures the tasks hold; told when the oldest capture still to encode moves on. */
   capturer: Capturer;
   committer: Committer;
-  /** Called after each base commits, with its seq (hints and retention run behind bases). */
-  onBase: (seq: number) => void;
+  /** Called after each base commits (hints, the index and retention run behind bases): its seq, the base of the chain before it (0: none), its meta as stored. */
+  onBase: (seq: number, prev: number, meta: Uint8Array | undefined) => void;
   /** The last committed checkpoint when the engine opened. */
   head: Head;
   /** The key of the first commit (the one after the engine's fence). */
@@ -294,7 +294,7 @@ export class CommitQueue {
     };
     this.#nextKey = this.#o.keys.slot(seq + 1);
     this.#needBase = false;
-    if (kind === 'base') this.#o.onBase(seq);
+    if (kind === 'base') this.#o.onBase(seq, c.baseSeq, task.meta);
     return {
       seq,
       kind,
