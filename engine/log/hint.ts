@@ -77,14 +77,15 @@ export async function newestView(
   if (hinted !== undefined) {
     const hint = hinted.seq;
     // (A store that scans gives the frames with their keys, for a caller that reads them all: not
-    // with span deltas, whose restore reads only the span path.)
+    // with span deltas, whose restore reads only the span path. A caller that reads only some, the
+    // newest above all, gets the deltas', which are small, and not the base's.)
     const log = await listLog(
       store,
       keys,
       signal,
       hint,
       undefined,
-      readAhead && hinted.span === undefined ? hint : undefined,
+      hinted.span !== undefined ? undefined : readAhead ? hint : hint + 1,
     );
     // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
     // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole

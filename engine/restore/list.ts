@@ -86,7 +86,7 @@ async function listFrom(
         slot === view.tailSlot && view.tailFrame
           ? view.tailFrame
           : await (view.frames?.get(slot.seq) ??
-              readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal));
+              readFrame(store, keys, slot.seq, tailKey(slot), limits, options.signal, view.log.bodies));
       return entry(keys, slot, frame);
     } catch (err) {
       if (vanished(err) || !isStatefoldError(err, 'CORRUPT')) throw err;
