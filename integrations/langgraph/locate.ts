@@ -3,6 +3,7 @@
  * or one at a time, and the lookup of the seq holding a checkpoint id.
  */
 import {
+  findIndexed,
   isStatefoldError,
   listCheckpoints,
   readCheckpointMeta,
@@ -10,12 +11,30 @@ import {
   type ListCheckpointsOptions,
   type Store,
 } from '../../engine/index.js';
-import { threadMeta, type ThreadMeta } from './codec.js';
+import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
 
 /** A committed seq of a thread's stream with its meta. */
 export interface Entry {
   seq: number;
   meta: ThreadMeta;
+}
+
+/**
+ * The index key of a thread's seq: its running largest checkpoint id, which never decreases along
+ * the stream (nextMeta), so that an index object names the window where an id was first put.
+ */
+export function indexOf(meta: unknown): string | undefined {
+  const max = (meta as Partial<ThreadMeta> | null | undefined)?.max;
+  return typeof max === 'string' ? max : undefined;
+}
+
+/** What a lookup through the index found: checkpoint id's newest seq, its state and the next seq's. */
+export interface Indexed {
+  seq: number;
+  meta: ThreadMeta;
+  /** The state at `seq` with the meta stored with it, and the next seq's, if the window read it. */
+  at: { state: ThreadState; meta: unknown };
+  next: { state: ThreadState; meta: unknown } | undefined;
 }
 
 /** Entries read per page when a thread's history is scanned. */
@@ -51,7 +70,7 @@ export class ThreadLocator {
     });
   }
 
-  protected entryOf(entry: CheckpointEntry): Entry {
+  protected entryOf(entry: Pick<CheckpointEntry, 'seq' | 'meta'>): Entry {
     return { seq: entry.seq, meta: threadMeta(entry.meta, this.stream, entry.seq) };
   }
 
@@ -121,6 +140,55 @@ export class ThreadLocator {
     if (found === undefined) return this.#scan(id, newest.seq);
     this.seqs.set(id, { seq: found, sealed });
     return found;
+  }
+
+  /** Whether the thread's stream is written with an index (not when sealed: index keys are in the clear). */
+  get indexed(): boolean {
+    return this.reading.encryption === undefined;
+  }
+
+  /**
+   * Checkpoint `id` found through the stream's index, beside the read of the newest entry
+   * (`newest`, which answers first: its own id, a re-commit, an id above every one put):
+   * `'absent'` when the index shows it was never put the ordinary way, undefined when the index
+   * cannot tell (then `locate` searches). Two dependent store rounds on a store that scans.
+   */
+  async viaIndex(id: string, newest: Promise<Entry | undefined>): Promise<Indexed | 'absent' | undefined> {
+    if (!this.indexed) return undefined;
+    let sealed = false;
+    const found = await findIndexed<ThreadState>(this.store, this.stream, {
+      ...this.reading,
+      key: id,
+      index: indexOf,
+      select: async (entries) => {
+        // The transition: the first seq whose largest id reaches `id`. It holds `id`, or `id` was
+        // not put as a new checkpoint; its run (its writes, its effects) follows it.
+        const first = this.entryOf(entries[0]!);
+        if (first.meta.id !== id) return [];
+        let last = first.seq;
+        for (const entry of entries.slice(1)) {
+          const meta = threadMeta(entry.meta, this.stream, entry.seq);
+          if (meta.id !== id || meta.rev) {
+            sealed = true;
+            break;
+          }
+          last = entry.seq;
+        }
+        // A run that reaches the window's end goes on past it unless that is the newest seq.
+        if (!sealed && (await newest)?.seq !== last) return undefined;
+        return sealed ? [last, last + 1] : [last];
+      },
+    });
+    if (found === undefined) return undefined;
+    const [at, next] = found.restored;
+    if (at === undefined) return 'absent';
+    this.seqs.set(id, { seq: at.seq, sealed });
+    return {
+      seq: at.seq,
+      meta: threadMeta(at.meta, this.stream, at.seq),
+      at: { state: at.state, meta: at.meta },
+      next: next && { state: next.state, meta: next.meta },
+    };
   }
 
   /** Whether a lookup of `id` searches the stream (this process has not seen a seq holding it). */

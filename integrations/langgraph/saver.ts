@@ -38,6 +38,7 @@ import {
 } from './codec.js';
 import { idOf, missing, nsOf, threadsOf, type StatefoldSaverOptions } from './config.js';
 import { checkpointOf } from './history.js';
+import { checkpointById } from './lookup.js';
 import { Threads } from './pool.js';
 import { AFTER_COMMIT, type Entry, type Head, type Thread } from './thread.js';
 import { entryOf, keptValue, matching, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
@@ -105,17 +106,8 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         const seq = await t.locate(head.meta.max, entryOf(head));
         return seq === undefined ? undefined : this.#tupleAt(t, head.meta.max, seq, undefined, entryOf(head));
       }
-      // The oldest seq bounds the search for an older checkpoint: read beside the newest, not after
-      // it (and not at all when this process saw where the checkpoint is).
-      const oldest = t.searches(wanted) ? t.oldest() : undefined;
-      oldest?.catch(() => undefined); // (unused when the newest answers)
-      const newest = await t.newest();
-      // (The metas the lookup read are this checkpoint's and the next seq's: not read again.)
-      const probed = new Map<number, Entry>();
-      const seq = await t.locate(wanted, newest, probed, oldest);
-      if (seq === undefined) return undefined;
-      const after = probed.get(seq + 1) ?? newest;
-      return this.#tupleAt(t, wanted, seq, probed.get(seq)?.meta, after);
+      const at = await checkpointById(t, wanted);
+      return at === undefined ? undefined : this.#tuple(t, at.state, at.meta);
     });
   }
 

@@ -17,7 +17,7 @@ import {
 import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './codec.js';
 import { AFTER_COMMIT, type Change, type Head, type Next, type Queued } from './writes.js';
 import { carries, checkpointOf, restoreRun, Windows } from './history.js';
-import { ThreadLocator, type Entry } from './locate.js';
+import { indexOf, ThreadLocator, type Entry } from './locate.js';
 
 export { PAGE, type Entry } from './locate.js';
 
@@ -198,6 +198,7 @@ export class Thread extends ThreadLocator {
         ...this.engineOptions,
         stream: this.stream,
         updates: 'immutable',
+        ...(this.indexed && { index: indexOf }),
       });
     }
     return this.#engine;
