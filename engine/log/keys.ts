@@ -172,11 +172,14 @@ export class StreamKeys {
   }
 }
 
-/** Longest index key, in characters: its hex form and two seqs stay within a file name's 255 bytes. */
-export const MAX_INDEX_KEY = 100;
+/**
+ * Longest index key, in characters: its hex form and two seqs (2 * 90 + 34 characters) stay within
+ * a file name's 255 bytes with the file store's temporary-file suffix (23 or more) added.
+ */
+export const MAX_INDEX_KEY = 90;
 
 /**
- * Why `key` cannot be an index key, or undefined when it can: a string of 1 to 100 printable ASCII
+ * Why `key` cannot be an index key, or undefined when it can: a string of 1 to 90 printable ASCII
  * characters, so that the store's byte order of its hex form is the order of `<` on strings.
  */
 export function indexKeyError(key: unknown): string | undefined {

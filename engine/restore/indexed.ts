@@ -127,10 +127,24 @@ export async function findIndexed<S = unknown>(
       frames.set(slot.seq, frame);
     }
     const view = await committedView(store, listed, limits, signal, frames);
+    // The window's checkpoints, up to the first that cannot be read (damaged: the search that
+    // follows decides whether the answer needs it) or that a race left as a fence (retention or a
+    // delete moved the floor between the listing and the scan) or a gap.
     const entries: (IndexedEntry & { key: string | undefined; frame: Frame })[] = [];
     for (const slot of view.slots) {
-      const frame = await frames.get(slot.seq)!;
-      const meta = decodeMeta(frame, { stream: keys.stream, key: tailKey(slot), seq: slot.seq });
+      if (entries.length > 0 && slot.seq !== entries[entries.length - 1]!.seq + 1) break;
+      const frame = await frames.get(slot.seq)!.catch((err: unknown) => {
+        if (isStatefoldError(err, 'CORRUPT')) return undefined;
+        throw err;
+      });
+      if (frame === undefined || frame.kind === 'fence') break;
+      let meta: unknown;
+      try {
+        meta = decodeMeta(frame, { stream: keys.stream, key: tailKey(slot), seq: slot.seq });
+      } catch (err) {
+        if (isStatefoldError(err, 'CORRUPT')) break;
+        throw err;
+      }
       entries.push({ seq: slot.seq, meta, key: index(meta), frame });
     }
     const at = entries.findIndex((e) => e.key !== undefined && e.key >= key);

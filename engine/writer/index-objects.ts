@@ -10,6 +10,9 @@ import { indexKeyError, type StreamKeys } from '../log/keys.js';
 /** Gives the index key of a checkpoint from its meta (undefined: none); keys must never decrease along a stream. */
 export type IndexOf = (meta: unknown) => string | undefined;
 
+/** Most seqs one merged object may span (a lookup reads it and 8 seqs more, at most 64). */
+const MERGED_MOST = 48;
+
 /** Queues and writes one stream's index objects. */
 export class IndexWriter {
   readonly #queue: { key: string; prev: number; base: number }[] = [];
@@ -35,6 +38,15 @@ export class IndexWriter {
       return; // (the caller's function: a key it cannot give is no key)
     }
     if (key === undefined || indexKeyError(key) !== undefined) return;
+    // Bases faster than the store takes objects: the queued object just before this one merges
+    // into it ((K1, P, B1) and (K2, B1, B2) say what (K2, P, B2) says), over a window a lookup
+    // still reads in one range.
+    const last = this.#queue[this.#queue.length - 1];
+    if (last !== undefined && last.base === prev && base - last.prev <= MERGED_MOST) {
+      last.key = key;
+      last.base = base;
+      return;
+    }
     this.#queue.push({ key, prev, base });
     this.#running ??= this.#write().finally(() => (this.#running = undefined));
   }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  FileStore,
   MemoryStore,
   SnapshotEngine,
   deleteStream,
@@ -12,6 +13,9 @@ import {
   verifyStream,
   type IndexedEntry,
 } from 'statefold';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { roundStore } from '../support/round-store.js';
 
 // findIndexed against a reference: the first retained checkpoint whose index key reaches the key
@@ -135,7 +139,7 @@ describe('findIndexed', () => {
 
   it('rejects a bad key, and an index on an encrypted stream (its keys are in the clear)', async () => {
     const store = new MemoryStore();
-    for (const bad of ['', 'x'.repeat(101), 'é', 7]) {
+    for (const bad of ['', 'x'.repeat(91), 'é', 'a\n', 7]) {
       await expect(findIndexed(store, STREAM, { key: bad as string, index, select: first })).rejects.toMatchObject({
         code: 'INVALID_ARGUMENT',
       });
@@ -180,5 +184,24 @@ describe('findIndexed', () => {
       (await findIndexed<{ i: number }>(store, STREAM, { key: key(7), index, select: first }))?.restored[0]?.state.i,
     ).toBe(6);
     expect(await findIndexed(store, STREAM, { key: key(130), index, select: first })).toBeUndefined();
+  });
+
+  it('the longest index key (90 characters) names an object the file store can create', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sf-idx-'));
+    try {
+      const store = new FileStore({ dir, ioThreads: 0 });
+      const long = (n: number) => `${'~'.repeat(84)}${n.toString().padStart(6, '0')}`;
+      const policy = { baseEvery: 2 };
+      const engine = await SnapshotEngine.open({ store, stream: STREAM, policy, index });
+      for (let n = 1; n <= 6; n++) await engine.checkpoint({ n }, { meta: { k: long(n) } });
+      await engine.close();
+      const names = (await store.list('')).filter((k) => k.includes('/idx/'));
+      expect(names.length).toBeGreaterThan(0); // (a base at least every other checkpoint)
+      expect(Math.max(...names.map((k) => k.slice(k.lastIndexOf('/') + 1).length))).toBe(2 * 90 + 34);
+      const found = await findIndexed<{ n: number }>(store, STREAM, { key: long(2), index, select: first });
+      expect(found?.restored[0]?.state.n).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
