@@ -71,21 +71,22 @@ export async function newestView(
   keys: StreamKeys,
   limits: FrameReading,
   signal?: AbortSignal,
-  readAhead = true,
+  /** true: every frame of the hinted listing; 'deltas': on a store that scans, those after the base; false: none. */
+  readAhead: boolean | 'deltas' = true,
 ): Promise<CommittedView> {
   const hinted = await readHint(store, keys, signal);
   if (hinted !== undefined) {
     const hint = hinted.seq;
     // (A store that scans gives the frames with their keys, for a caller that reads them all: not
-    // with span deltas, whose restore reads only the span path. A caller that reads only some, the
-    // newest above all, gets the deltas', which are small, and not the base's.)
+    // with span deltas, whose restore reads only the span path. A caller that reads the newest
+    // entries gets the deltas', which are small, and not the base's.)
     const log = await listLog(
       store,
       keys,
       signal,
       hint,
       undefined,
-      hinted.span !== undefined ? undefined : readAhead ? hint : hint + 1,
+      hinted.span !== undefined ? undefined : readAhead === true ? hint : readAhead === 'deltas' ? hint + 1 : undefined,
     );
     // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
     // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole
@@ -103,7 +104,9 @@ export async function newestView(
       // reads in one round (should the newest slot turn out uncommitted, the chain reads the rest).
       const path = pathOf(log.slots, hint, hinted.span);
       const frames =
-        readAhead && path.length <= PREFETCH ? prefetch(store, keys, path, limits, signal, log.bodies) : undefined;
+        readAhead === true && path.length <= PREFETCH
+          ? prefetch(store, keys, path, limits, signal, log.bodies)
+          : undefined;
       const view = await committedView(store, log, limits, signal, frames);
       if (view.slots.length > 0) return view;
     }
