@@ -28,6 +28,16 @@ export function indexOf(meta: unknown): string | undefined {
   return typeof max === 'string' ? max : undefined;
 }
 
+/** An id that can be an index key (engine: 1 to 90 printable ASCII characters); others are never indexed. */
+const INDEXABLE = /^[\x20-\x7e]{1,90}$/;
+
+/** Whether the newest entry answers a lookup of `id` on its own, with no search (see ThreadLocator.locate). */
+export function newestAnswers(id: string, newest: Entry | undefined): boolean {
+  if (newest === undefined) return true;
+  const { meta } = newest;
+  return meta.id === id || meta.revs?.[id] !== undefined || meta.max === null || id > meta.max;
+}
+
 /** What a lookup through the index found: checkpoint id's newest seq, its state and the next seq's. */
 export interface Indexed {
   seq: number;
@@ -154,16 +164,21 @@ export class ThreadLocator {
    * cannot tell (then `locate` searches). Two dependent store rounds on a store that scans.
    */
   async viaIndex(id: string, newest: Promise<Entry | undefined>): Promise<Indexed | 'absent' | undefined> {
-    if (!this.indexed) return undefined;
+    // (An id the index cannot hold, over 90 characters or not printable ASCII, was never indexed.)
+    if (!this.indexed || !INDEXABLE.test(id)) return undefined;
     let sealed = false;
     const found = await findIndexed<ThreadState>(this.store, this.stream, {
       ...this.reading,
       key: id,
       index: indexOf,
       select: async (entries) => {
+        // Nothing to restore when the newest seq answers on its own (the caller takes it from there).
+        if (newestAnswers(id, await newest)) return undefined;
         // The transition: the first seq whose largest id reaches `id`. It holds `id`, or `id` was
         // not put as a new checkpoint; its run (its writes, its effects) follows it.
         const first = this.entryOf(entries[0]!);
+        // (Not the id: it was never put as a new checkpoint, and every re-commit of it is in the
+        // newest meta's `revs`, checked above.)
         if (first.meta.id !== id) return [];
         let last = first.seq;
         for (const entry of entries.slice(1)) {

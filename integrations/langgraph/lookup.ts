@@ -4,15 +4,8 @@
  */
 import type { ThreadMeta, ThreadState } from './codec.js';
 import { checkpointOf } from './history.js';
-import type { Entry } from './locate.js';
+import { newestAnswers, type Entry } from './locate.js';
 import type { Thread } from './thread.js';
-
-/** Whether the newest entry answers a lookup of `id` on its own (no search): see ThreadLocator.locate. */
-function newestAnswers(id: string, newest: Entry | undefined): boolean {
-  if (newest === undefined) return true;
-  const { meta } = newest;
-  return meta.id === id || meta.revs?.[id] !== undefined || meta.max === null || id > meta.max;
-}
 
 /**
  * Checkpoint `id` of thread `t` with its own writes and meta, or undefined when the thread holds

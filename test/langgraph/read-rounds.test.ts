@@ -83,6 +83,21 @@ describe('StatefoldSaver reads from a new saver', () => {
     },
   );
 
+  it('finds checkpoints whose ids the index cannot hold (not printable ASCII, over 90 characters)', async () => {
+    const ids = Array.from({ length: 30 }, (_, i) => {
+      const n = i.toString().padStart(3, '0');
+      return i % 3 === 0 ? `étape-${n}` : i % 3 === 1 ? `${'r'.repeat(95)}-${n}` : `plain-${n}`;
+    });
+    ids.sort(); // (in order, as put: each a new largest id)
+    const store = new MemoryStore();
+    await put(new StatefoldSaver({ store, policy: { baseEvery: 4 } }), ids);
+    for (const id of ids) {
+      const tuple = await new StatefoldSaver({ store }).getTuple(cfg('t', id));
+      expect(tuple?.checkpoint.id, id).toBe(id);
+    }
+    expect(await new StatefoldSaver({ store }).getTuple(cfg('t', 'plain-0155'))).toBeUndefined();
+  });
+
   it('on a store that scans (SQLite, memory), reads the latest from a new saver in 2 dependent rounds', async () => {
     const counted = roundStore(new MemoryStore(), true);
     const writer = new StatefoldSaver({ store: counted.store });
