@@ -1,5 +1,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { MemoryStore, SnapshotEngine, restore, type Encryption, type Store } from 'statefold';
+import {
+  MemoryStore,
+  SnapshotEngine,
+  findIndexed,
+  listCheckpoints,
+  restore,
+  type Encryption,
+  type Store,
+} from 'statefold';
 import { FaultStore } from 'statefold/testing';
 import { Rng, type Mode } from '../support/random-states.js';
 import {
@@ -79,6 +87,34 @@ function readWith(p: Plan): { encryption?: Encryption } {
   return p.encrypted ? { encryption: encryptionOf(p, 2)! } : {};
 }
 
+/**
+ * The index of every unencrypted plan's engines: the life, then the checkpoint's number in it,
+ * which never decrease along the stream (fillers and re-opens carry the meta before them).
+ */
+function sweepIndex(meta: unknown): string | undefined {
+  const m = meta as { life?: unknown; k?: unknown } | undefined;
+  return typeof m?.life === 'string' && typeof m.k === 'number'
+    ? `${m.life}/${String(m.k).padStart(6, '0')}`
+    : undefined;
+}
+
+/**
+ * Every retained checkpoint's key looked up through the index: the first retained seq whose key
+ * reaches it, or no answer (a crash lost an object, the caller would search); never another seq.
+ */
+async function expectIndexed(store: Store, what: string): Promise<void> {
+  const listed = (await listCheckpoints(store, STREAM)).flatMap((e) => (e.damaged ? [] : [e]));
+  for (const entry of listed) {
+    const key = sweepIndex(entry.meta);
+    if (key === undefined) continue;
+    const want = listed.find((e) => (sweepIndex(e.meta) ?? '') >= key)!.seq;
+    const found = await findIndexed(store, STREAM, { key, index: sweepIndex, select: (e) => [e[0]!.seq] });
+    if (found !== undefined && found.restored[0]?.seq !== want)
+      throw new Mismatch(`${what}: the index found seq ${found.restored[0]?.seq} for key ${key}, not seq ${want}`);
+    if (found !== undefined) tally.indexed++;
+  }
+}
+
 function lifeOptions(p: Plan, life: number, checkpoints: number, salt = 0): LifeOptions {
   const o: LifeOptions = {
     stream: STREAM,
@@ -92,6 +128,7 @@ function lifeOptions(p: Plan, life: number, checkpoints: number, salt = 0): Life
   if (p.keepLast !== undefined) o.retention = { keepLast: p.keepLast, minAgeMs: 0 };
   const encryption = encryptionOf(p, life);
   if (encryption !== undefined) o.encryption = encryption;
+  else o.index = sweepIndex;
   if (p.spanEvery !== undefined) {
     o.spanEvery = p.spanEvery;
     // Chains as long as baseEvery: the random states' deltas soon outgrow their small bases.
@@ -108,6 +145,8 @@ const tally = {
   secondCrashes: 0,
   zombies: 0,
   spanDeltas: 0,
+  /** Lookups the index answered (each checked against the listing). */
+  indexed: 0,
 };
 
 /**
@@ -201,6 +240,7 @@ async function runCase(p: Plan, crash: number, landed: boolean): Promise<void> {
   latest = (await checkedLife(inner, inner, latest, bySeq, lifeOptions(p, 3, 3, crash), true)).latest;
   await expectHistory(inner, STREAM, bySeq, latest, 'after life 3', p.keepLast, readWith(p));
   if (p.encrypted) await expectAllSealed(inner);
+  else await expectIndexed(inner, 'after life 3');
 
   // Life 1's engine comes back as a zombie (a partition heals): lives 2 and 3 fenced it.
   if (l1.engine !== undefined && f1.crashed) {
@@ -284,7 +324,7 @@ async function sweepBlock(seeds: number[], retention: boolean, encrypted = false
 
 afterAll(() => {
   console.log(
-    `crash sweep: ${tally.cases} cases; after the first crash the stream held the last acknowledged checkpoint ${tally.restoredAcked}x, the one in flight ${tally.restoredInflight}x, nothing ${tally.restoredNone}x; ${tally.secondCrashes} second crashes; ${tally.zombies} zombies; ${tally.spanDeltas} span deltas in the clean runs of span plans`,
+    `crash sweep: ${tally.cases} cases; after the first crash the stream held the last acknowledged checkpoint ${tally.restoredAcked}x, the one in flight ${tally.restoredInflight}x, nothing ${tally.restoredNone}x; ${tally.secondCrashes} second crashes; ${tally.zombies} zombies; ${tally.spanDeltas} span deltas in the clean runs of span plans; ${tally.indexed} lookups answered by the index`,
   );
 });
 
@@ -292,11 +332,13 @@ describe('crash sweep: a crash at any store operation loses at most the checkpoi
   for (let block = 0; block < BLOCKS; block++) {
     const seeds = Array.from({ length: SEEDS_PER_BLOCK }, (_, i) => 1 + block * SEEDS_PER_BLOCK + i);
     it(`restores exactly the last acknowledged or in-flight state, then fences and resumes (seeds ${seeds[0]}-${seeds[seeds.length - 1]})`, async () => {
-      const zombies = tally.zombies;
+      const [zombies, indexed] = [tally.zombies, tally.indexed];
       const failures = await sweepBlock(seeds, false);
       expect(failures.slice(0, 8), `${failures.length} failing cases (first 8 shown)`).toEqual([]);
       // The zombie check is conditional on life 1's engine being there to come back: it was, some times.
       expect(tally.zombies - zombies, 'zombie lives checked').toBeGreaterThan(0);
+      // (And the index answered lookups, checked: not only fell back.)
+      expect(tally.indexed - indexed, 'lookups the index answered').toBeGreaterThan(0);
     }, 60_000);
   }
 });

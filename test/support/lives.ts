@@ -55,6 +55,8 @@ export interface LifeOptions {
   retention?: Retention;
   /** The engine's encryption. */
   encryption?: Encryption;
+  /** The engine's index (EngineOptions.index). */
+  index?: (meta: unknown) => string | undefined;
 }
 
 /** What the checks read a stream with: the keys of an encrypted one. */
@@ -86,6 +88,7 @@ export async function live(store: Store, o: LifeOptions): Promise<Life> {
       updates: o.mode,
       retention: o.retention,
       ...(o.encryption && { encryption: o.encryption }),
+      ...(o.index && { index: o.index }),
     });
   } catch (err) {
     life.error = err;
