@@ -67,7 +67,7 @@ export interface EngineOptions {
   /**
    * Keeps an index of the stream's checkpoints by a key their meta gives, for `findIndexed`: after
    * each base the engine writes one empty object named by that base's key (`index(meta)`). Keys
-   * must never decrease along the stream, be 1 to 100 printable ASCII characters (others are not
+   * must never decrease along the stream, be 1 to 90 printable ASCII characters (others are not
    * indexed), and are stored in the clear, so an encrypted stream cannot have one. Off by default.
    */
   index?: (meta: unknown) => string | undefined;
