@@ -35,7 +35,15 @@ export type ErrorCode =
   /** An effect token was found pending (intent recorded, outcome not) and the policy is 'throw'. */
   | 'EFFECT_PENDING'
   /** An effect token's recorded outcome is a failure; the effect is not run again. */
-  | 'EFFECT_FAILED';
+  | 'EFFECT_FAILED'
+  /**
+   * A checkpoint was written in a schema version newer than the reading code's (`schema.version`),
+   * and its writer did not declare it readable by that version (`readableFrom`): the fix is to
+   * deploy the newer code, not to upgrade statefold. Never taken for damage.
+   */
+  | 'SCHEMA_TOO_NEW'
+  /** A schema migration threw (or returned nothing, or is missing) while a stored state was upcast; nothing stored changed. */
+  | 'MIGRATION_FAILED';
 
 /** Details a StatefoldError may carry besides its message. */
 export interface StatefoldErrorDetails {

@@ -10,7 +10,7 @@ import type { Store } from '../../storage-adapters/store.js';
 import { assertOptions, assertStore, readingOf } from '../args.js';
 import { applyEntries, EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
 import { StatefoldError, corrupt, isStatefoldError } from '../errors.js';
-import { decodePayload, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
+import { decodePayload, isSpanDelta, type Frame, type FrameReading } from '../format/frame.js';
 import type { Encryption } from '../format/keyring.js';
 import { atSpanPosition, linkError, nextSpan, spanLengthError, type SpanState } from '../log/chain.js';
 import { committedView, type CommittedView } from '../log/committed.js';
@@ -191,7 +191,7 @@ async function readOne(
 function jumpsFrom(frame: Frame, position: Position | undefined): boolean {
   return (
     position !== undefined &&
-    frame.version === SPAN_VERSION &&
+    isSpanDelta(frame) &&
     frame.header.baseSeq === position.base &&
     frame.header.jump === position.at.seq &&
     frame.header.jumpCrc === position.at.crc
@@ -274,7 +274,7 @@ function fold(
     const own = raws[raws.length - 1]!;
     // A span delta is checked against the deltas it spans, which restores of later seqs skip.
     const spanned = chain.span;
-    if (frame.version === SPAN_VERSION && spanned !== undefined && frame.header.jump === spanned.seq) {
+    if (isSpanDelta(frame) && spanned !== undefined && frame.header.jump === spanned.seq) {
       const why = spanMismatch(frame, raws, spanned);
       if (why !== undefined) return corrupt(keys.stream, seq, key, `span delta does not match: ${why}`);
     }

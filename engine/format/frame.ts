@@ -6,17 +6,19 @@
  *   0      4     magic "SFLD"
  *   4      1     format version: 1; 2 for a delta with append operations (see ops.ts); 3 for a
  *                sealed (encrypted) frame: a base, a delta (which may hold appends), a fence;
- *                4 for a span delta (see span.ts), sealed or not, which may hold appends
+ *                4 for a span delta (see span.ts), sealed or not, which may hold appends;
+ *                5 for a base or delta whose header records a schema version (schema.ts), sealed
+ *                or not, a span delta when it has a jump, which may hold appends
  *   5      1     kind: 1 base, 2 delta, 3 fence
  *   6      1     compression of the payload: 0 none, 1 lz4 block (see compression.ts)
  *   7      1     flags: 0; in version 3, 1 (sealed) or 3 (sealed, with a secret header); in
- *                version 4, any of the three
+ *                versions 4 and 5, any of the three
  *   8      4     header length H (u32 LE)
  *   12     4     body length P, as stored (u32 LE)
  *   16     4     payload length uncompressed (u32 LE)
  *   20     H     header: msgpack map, one-letter keys (see header.ts): stream, seq, epoch,
  *                writer, createdAt, baseSeq, parent, meta, ledger, filler, keyId, span,
- *                jump, jumpCrc, spanLedger
+ *                jump, jumpCrc, spanLedger, deleted, schemaVersion, readableFrom
  *   20+H   P     body: the payload, msgpack of the base state or of the delta's operations,
  *                compressed; sealed: see below
  *   20+H+P 4     CRC-32 of every byte before it (u32 LE)
@@ -45,6 +47,7 @@ import {
   addSecretHeader,
   fromStoredHeader,
   headerProblem,
+  SCHEMA_FORMAT,
   toSealedHeaders,
   toStoredHeader,
   type FrameHeader,
@@ -54,10 +57,11 @@ import { unavailable, type Keyring, type SealingKey } from './keyring.js';
 import { decodeValue, encodeValue } from './values.js';
 
 export type { FrameHeader } from './header.js';
+export { isSpanDelta } from './header.js';
 
 export { MAGIC } from './assemble.js';
 /** The newest format version this statefold writes and reads; it reads every version from 1. */
-export const FORMAT_VERSION = 4;
+export const FORMAT_VERSION = 5;
 export { SPAN_VERSION } from './span.js';
 
 /** What a frame holds: a full state, the operations since the previous seq, or a writer's claim. */
@@ -117,11 +121,15 @@ export function encodeFrame(
 ): Uint8Array {
   checkFrameSize(header, raw);
   const { head, seal } = encodeHeader(header, sealing);
-  return assembleFrame(KIND_CODE[kind], storedVersion(version, sealing), head, raw, seal);
+  return assembleFrame(KIND_CODE[kind], storedVersion(version, sealing, header), head, raw, seal);
 }
 
-/** The version stored for a frame of `version` (by its content): a sealed frame is 3, unless it is a span delta. */
-export function storedVersion(version: 1 | 2 | 4, sealing: SealingKey | undefined): number {
+/**
+ * The version stored for a frame of `version` (by its content): 5 when its header records a
+ * schema version; else a sealed frame is 3, unless it is a span delta.
+ */
+export function storedVersion(version: 1 | 2 | 4, sealing: SealingKey | undefined, header: FrameHeader): number {
+  if (header.schemaVersion !== undefined) return SCHEMA_FORMAT;
   return version === SPAN_VERSION || sealing === undefined ? version : 3;
 }
 
@@ -197,7 +205,7 @@ export function decodeFrame(bytes: Uint8Array, origin: FrameOrigin, limits: Fram
   const flags = buf[7]!;
   const sealed = (flags & FLAG_SEALED) !== 0;
   const sealedFlags = flags === FLAG_SEALED || flags === (FLAG_SEALED | FLAG_SECRET);
-  const valid = version === 3 ? sealedFlags : version === SPAN_VERSION ? sealedFlags || flags === 0 : flags === 0;
+  const valid = version === 3 ? sealedFlags : version >= SPAN_VERSION ? sealedFlags || flags === 0 : flags === 0;
   if (!valid) fail(`flags ${flags} are not valid in format version ${version}`);
   // Bounded reads: never allocate what a header claims beyond what the compression could expand to or the limit.
   // (A sealed body holds more than the payload: its lengths are checked exactly once it is opened.)

@@ -47,7 +47,14 @@ export interface FrameHeader {
   jumpCrc?: number;
   /** A span delta: the effect ledger changes of the seqs after `jump` and before its own, in order. */
   spanLedger?: LedgerEntry[];
+  /** The schema version of the caller's state it holds (format version 5 only, at least 2; absent: 1). */
+  schemaVersion?: number;
+  /** The oldest schema version whose code may read its state as it is (format version 5 only, below schemaVersion; absent: schemaVersion). */
+  readableFrom?: number;
 }
+
+/** The format version of a frame that records a schema version (a base or delta, sealed or not, a span delta or not). */
+export const SCHEMA_FORMAT = 5;
 
 /** A ledger change as stored in a frame header: [token, record], or [token, null] when dropped. */
 export type LedgerEntry = [string, StoredRecord | null];
@@ -79,6 +86,8 @@ const STORED_NAMES: [keyof FrameHeader, string][] = [
   ['jumpCrc', 'c'],
   ['spanLedger', 'y'],
   ['deleted', 'd'],
+  ['schemaVersion', 'v'],
+  ['readableFrom', 'o'],
 ];
 
 /** The fields a sealed frame keeps in its ciphertext: the caller's data. The rest stays readable without the key. */
@@ -154,21 +163,47 @@ export function headerProblem(
   if (kind === 'base' && header.baseSeq !== header.seq) return 'base frame whose base is not itself';
   if ((version === 2 || version === SPAN_VERSION) && kind !== 'delta')
     return `a ${kind} frame in format version ${version}, which only deltas use`;
+  if (version === SCHEMA_FORMAT && kind === 'fence') return `a fence in format version ${version}, which holds state`;
+  const schema = schemaProblem(header, version);
+  if (schema !== undefined) return schema;
   if (header.span !== undefined && (kind === 'fence' || !Number.isSafeInteger(header.span) || header.span < 2))
     return `span ${String(header.span)} is not valid here (an integer of at least 2, in a base or delta)`;
-  if (version === SPAN_VERSION) {
+  if (isSpanDeltaHeader(header, version)) {
     const { jump, jumpCrc } = header;
     if (header.span === undefined || !Number.isSafeInteger(jump) || jump! < header.baseSeq! || jump! >= header.seq)
       return 'span delta without a valid span and jump (a seq from its base to the one before it)';
     if (!Number.isSafeInteger(jumpCrc) || jumpCrc! < 0 || jumpCrc! > 0xffffffff)
       return 'span delta without a valid checksum of the frame it jumps from';
   } else if (header.jump !== undefined || header.jumpCrc !== undefined || header.spanLedger !== undefined)
-    return `jump fields in a format version ${version} frame (only span deltas, version ${SPAN_VERSION}, have them)`;
+    return `jump fields in a format version ${version} frame (only span deltas, version ${SPAN_VERSION} or ${SCHEMA_FORMAT}, have them)`;
   const secretInClear = header.meta !== undefined || header.ledger !== undefined || header.spanLedger !== undefined;
   if (sealed && (!isKeyId(header.keyId) || secretInClear))
     return 'sealed frame whose header has no valid key id, or holds meta or ledger in the clear';
   if (!sealed && header.keyId !== undefined) return 'a key id in a frame that is not sealed';
   if (header.deleted !== undefined && (kind !== 'fence' || header.deleted !== true))
     return 'a delete mark on a frame that is not a fence';
+  return undefined;
+}
+
+/** Whether a frame of format `version` with `header` is a span delta: version 4, or 5 with a jump. */
+export function isSpanDeltaHeader(header: FrameHeader, version: number): boolean {
+  return version === SPAN_VERSION || (version === SCHEMA_FORMAT && header.jump !== undefined);
+}
+
+/** Whether `frame` is a span delta (format version 4, or 5 with a jump). */
+export function isSpanDelta(frame: { version: number; header: FrameHeader }): boolean {
+  return isSpanDeltaHeader(frame.header, frame.version);
+}
+
+/** What is wrong with a header's schema fields in format `version`: only version 5 has them, `v` at least 2, `o` below it. */
+function schemaProblem(header: FrameHeader, version: number): string | undefined {
+  const { schemaVersion: v, readableFrom: o } = header;
+  if (version !== SCHEMA_FORMAT)
+    return v === undefined && o === undefined
+      ? undefined
+      : `schema fields in a format version ${version} frame (only version ${SCHEMA_FORMAT} has them)`;
+  if (!Number.isSafeInteger(v) || v! < 2) return `schema version ${String(v)} is not an integer of at least 2`;
+  if (o !== undefined && (!Number.isSafeInteger(o) || o < 1 || o >= v!))
+    return `readable-from ${String(o)} is not an integer from 1 to the schema version ${v} minus 1`;
   return undefined;
 }

@@ -128,5 +128,5 @@ export function frameOffThread(
 ): Promise<Uint8Array> {
   checkFrameSize(header, raw);
   const { head, seal } = encodeHeader(header, sealing);
-  return assembleFrameAsync(kindCode(kind), storedVersion(version, sealing), head, raw, seal);
+  return assembleFrameAsync(kindCode(kind), storedVersion(version, sealing, header), head, raw, seal);
 }

@@ -9,7 +9,7 @@ import {
   assertUnlocked,
   decodeRaw,
   payloadBytes,
-  SPAN_VERSION,
+  isSpanDelta,
   type Frame,
   type FrameKind,
   type FrameOrigin,
@@ -55,7 +55,7 @@ export function spanParts(frame: Frame, origin: FrameOrigin): Uint8Array[] {
  * delta, the only one).
  */
 export function opLists(frame: Frame, origin: FrameOrigin): Uint8Array[] {
-  return frame.version === SPAN_VERSION ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
+  return isSpanDelta(frame) ? spanParts(frame, origin) : [payloadBytes(frame, origin)];
 }
 
 /** A delta's own operations, on the seq before it (for a span delta, the last list it holds). */

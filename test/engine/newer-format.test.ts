@@ -51,9 +51,9 @@ async function contents(store: Store): Promise<Map<string, string>> {
 describe('a frame of a newer statefold', () => {
   it('is UNSUPPORTED everywhere a damaged one would be stepped over, and nothing is written or deleted', async () => {
     const store = await written();
-    await edit(store, 10, 4, 5); // format version 5
+    await edit(store, 10, 4, 6); // format version 6 (past what this statefold reads)
     const before = await contents(store);
-    const newer = { code: 'UNSUPPORTED', seq: 10, message: expect.stringMatching(/version 5 .*newer statefold/) };
+    const newer = { code: 'UNSUPPORTED', seq: 10, message: expect.stringMatching(/version 6 .*newer statefold/) };
     await expect(restore(store, STREAM)).rejects.toMatchObject(newer);
     await expect(restore(store, STREAM, { skipDamaged: true })).rejects.toMatchObject(newer);
     await expect(SnapshotEngine.open({ store, stream: STREAM, repair: true })).rejects.toMatchObject(newer);
@@ -69,7 +69,7 @@ describe('a frame of a newer statefold', () => {
 
   it('in the middle of a chain it stops restores through it; deleteStream still deletes the stream', async () => {
     const store = await written();
-    await edit(store, 6, 4, 5); // a delta of the chain from base 5
+    await edit(store, 6, 4, 6); // a delta of the chain from base 5
     for (const seq of [6, 7, 8])
       await expect(restore(store, STREAM, { seq, skipDamaged: true })).rejects.toMatchObject({
         code: 'UNSUPPORTED',
@@ -82,7 +82,7 @@ describe('a frame of a newer statefold', () => {
     });
     // A stream you cannot read can still be deleted: the delete fences above every listed slot.
     const top = await written();
-    await edit(top, 10, 4, 5);
+    await edit(top, 10, 4, 6);
     await deleteStream(top, STREAM);
     await expect(restore(top, STREAM)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
@@ -105,7 +105,7 @@ describe('a frame of a newer statefold', () => {
 
   it('with a checksum that fails, the same version byte is damage: CORRUPT, and repair steps over it', async () => {
     const store = await written();
-    await edit(store, 10, 4, 5, false);
+    await edit(store, 10, 4, 6, false);
     await expect(restore(store, STREAM)).rejects.toMatchObject({ code: 'CORRUPT', seq: 10 });
     expect((await restore<{ n: number }>(store, STREAM, { skipDamaged: true })).state.n).toBe(9);
     const engine = await SnapshotEngine.open<{ n: number }>({ store, stream: STREAM, repair: true });

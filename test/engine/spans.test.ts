@@ -300,7 +300,7 @@ describe('span deltas', () => {
     const cases: [number, (f: Buffer) => void, RegExp, string][] = [
       [1, (f) => (f[4] = 4), /a base frame in format version 4/, 'CORRUPT'],
       // (Intact, in a version past this statefold's: a newer statefold's frame, not damage.)
-      [3, (f) => (f[4] = 5), /format version 5 is not supported/, 'UNSUPPORTED'],
+      [3, (f) => (f[4] = 6), /format version 6 is not supported/, 'UNSUPPORTED'],
       [3, (f) => (f[7] = 2), /flags 2 are not valid in format version 4/, 'CORRUPT'],
       // A span delta read as a plain one: its payload is not a list of operations.
       [3, (f) => (f[4] = 1), /jump fields in a format version 1 frame/, 'CORRUPT'],

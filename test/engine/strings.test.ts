@@ -142,11 +142,11 @@ describe('strings: appends are version 2 only', () => {
   });
 
   it('rejects a frame of a version this statefold does not know', async () => {
-    // Version 4 is the span delta (spans.test.ts); 5 is past what this statefold reads. The frame
+    // Version 4 is the span delta (spans.test.ts), 5 a frame with a schema version (schema.test.ts); 6 is past what this statefold reads. The frame
     // is intact (its checksum holds): a newer statefold's, not damage.
-    await expect(restore(await streamWithDelta(5), 'forged')).rejects.toMatchObject({
+    await expect(restore(await streamWithDelta(6), 'forged')).rejects.toMatchObject({
       code: 'UNSUPPORTED',
-      message: expect.stringMatching(/version 5 is not supported/),
+      message: expect.stringMatching(/version 6 is not supported/),
     });
   });
 });
