@@ -142,7 +142,11 @@ export const COMMANDS: Record<string, Command> = {
     help: 'Prints the state of the newest checkpoint (or of --seq N), or the value at --path in it, as JSON (lossless, see README).',
     async run(c) {
       const seq = numberFlag(c, 'seq');
-      const r = await restore(c.store, arg(c, 1, 'stream'), { ...(seq !== undefined && { seq }), ...enc(c) });
+      const r = await restore(c.store, arg(c, 1, 'stream'), {
+        ...(seq !== undefined && { seq }),
+        ...enc(c),
+        schema: 'stored',
+      });
       const path = typeof c.flags.path === 'string' ? c.flags.path : '';
       const value = at(r.state, path);
       const data = {
@@ -210,7 +214,11 @@ export const COMMANDS: Record<string, Command> = {
       const out = c.flags.out;
       if (typeof out !== 'string') throw new UsageError('restore needs --out FILE (- for stdout)');
       const seq = numberFlag(c, 'seq');
-      const r = await restore(c.store, arg(c, 1, 'stream'), { ...(seq !== undefined && { seq }), ...enc(c) });
+      const r = await restore(c.store, arg(c, 1, 'stream'), {
+        ...(seq !== undefined && { seq }),
+        ...enc(c),
+        schema: 'stored',
+      });
       const text = `${JSON.stringify(toJson(r.state), null, 2)}\n`;
       if (out === '-') process.stdout.write(text);
       else await writeFile(out, text);

@@ -30,6 +30,7 @@ import { CommitQueue, type CheckpointInfo } from './writer/queue.js';
 import { AfterBase } from './writer/after-base.js';
 import { StepTrigger } from './writer/trigger.js';
 import { MAX_PILED_FENCES, settlePile, type PileHost } from './open/pile.js';
+import { schemaFields } from './schema.js';
 
 export type { CheckpointInfo } from './writer/queue.js';
 export type { EffectOptions } from './effects/runner.js';
@@ -78,6 +79,7 @@ export class SnapshotEngine<S = unknown> {
       capturer: opened.capturer,
       committer,
       onBase,
+      schemaFields: schemaFields(options.schema),
       head: opened.head,
       nextKey: claim.nextKey,
       sealing: opened.sealing,

@@ -24,6 +24,7 @@ export type {
   ListCheckpointsOptions,
 } from './restore/index.js';
 export type { Policy, ResolvedPolicy } from './policy.js';
+export type { Schema } from './schema.js';
 export type { FrameLimits } from './format/frame.js';
 export type { Encryption, KeyProvider } from './format/keyring.js';
 export { gc } from './retention.js';

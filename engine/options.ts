@@ -16,6 +16,7 @@ import type { Encryption } from './format/keyring.js';
 import { guardStore, resolveStoreTimeout } from './log/guard.js';
 import { StreamKeys } from './log/keys.js';
 import type { IndexOf } from './writer/index-objects.js';
+import { resolveSchema, type ResolvedSchema, type Schema } from './schema.js';
 import { resolvePolicy, type Policy, type ResolvedPolicy } from './policy.js';
 import { resolveRetention, type Retention } from './retention.js';
 
@@ -71,6 +72,15 @@ export interface EngineOptions {
    * indexed), and are stored in the clear, so an encrypted stream cannot have one. Off by default.
    */
   index?: (meta: unknown) => string | undefined;
+  /**
+   * The schema of the state this code writes and reads (see Schema): every checkpoint records its
+   * version; a stream stored in an older version opens upcast through `migrate` (checked before
+   * the engine claims the stream: a migration that throws rejects MIGRATION_FAILED and writes
+   * nothing), its first checkpoint then a base in this version; a stream stored in a newer
+   * version opens as stored when its writer declared it readable by this version, else
+   * SCHEMA_TOO_NEW. Default: version 1, no migrations.
+   */
+  schema?: Schema;
 }
 
 /** Options of `checkpoint` and `step`. */
@@ -93,6 +103,7 @@ export interface ResolvedEngineOptions {
   effectRetention: Required<EffectRetention>;
   repair: boolean;
   index: IndexOf | undefined;
+  schema: ResolvedSchema;
 }
 
 /** Checks `options` and fills defaults; INVALID_ARGUMENT names the first bad option. */
@@ -122,6 +133,9 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
       keys.stream,
     );
   if (options.retention !== undefined) resolveRetention(options.retention);
+  const schema = resolveSchema(options.schema, 'SnapshotEngine.open', keys.stream);
+  if (schema === 'stored')
+    invalidArgument('SnapshotEngine.open', "schema 'stored' is for reading: a writer needs its version", keys.stream);
   const effectRetention = resolveEffectRetention(options.effectRetention);
   const onPendingEffect = options.onPendingEffect === undefined ? 'throw' : options.onPendingEffect;
   if (onPendingEffect !== 'retry' && onPendingEffect !== 'throw' && typeof onPendingEffect !== 'function') {
@@ -143,5 +157,6 @@ export function resolveEngineOptions(options: EngineOptions): ResolvedEngineOpti
     effectRetention,
     repair: options.repair === true,
     index: options.index,
+    schema,
   };
 }

@@ -43,8 +43,9 @@ export async function diffCheckpoints(
   options = assertOptions(options, 'diffCheckpoints', id);
   readingOf(options, 'diffCheckpoints');
   const [a, b] = await Promise.all([
-    restore(store, stream, { ...options, seq: seqA }),
-    restore(store, stream, { ...options, seq: seqB }),
+    // (Each as stored, in whatever schema version it was written in.)
+    restore(store, stream, { ...options, seq: seqA, schema: 'stored' }),
+    restore(store, stream, { ...options, seq: seqB, schema: 'stored' }),
   ]);
   const capturer = createCapturer('copy');
   capturer.seed(a.state);

@@ -89,6 +89,7 @@ export async function forkStream(store: Store, from: string, to: string, options
     ...(options.encryption && { encryption: options.encryption }),
     ...(options.signal && { signal: options.signal }),
     ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
+    schema: 'stored',
   });
   // The ledger as the fork's engine would carry it: settled tokens past effectRetention dropped.
   const now = Date.now();
@@ -104,6 +105,8 @@ export async function forkStream(store: Store, from: string, to: string, options
     baseSeq: seq,
   };
   if (restored.meta !== undefined) header.meta = encodeValue(restored.meta);
+  // The state as stored, in the schema version it was stored in (its readable-from, if any, not carried).
+  if (restored.schemaVersion > 1) header.schemaVersion = restored.schemaVersion;
   if (ledger.size > 0) header.ledger = ledgerEntries(ledger);
   const frame = await encodeFrameOffThread('base', header, restored.state, undefined, 1, await keyring?.sealing(to));
   const key = target.slot(seq);

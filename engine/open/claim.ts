@@ -76,12 +76,14 @@ export async function claimStream(
   keys: StreamKeys,
   limits: FrameReading,
   repair = false,
+  /** Checks the listed stream before anything is written (the schema): a rejection ends the claim. */
+  beforeFence: (view: CommittedView) => Promise<void> = async () => undefined,
 ): Promise<Claim> {
   const writer = randomBytes(8).toString('hex');
   for (let attempt = 0; attempt < MAX_CLAIM_ATTEMPTS; attempt++) {
     let claim: Claim | undefined;
     try {
-      claim = await tryClaim(store, keys, limits, repair, writer);
+      claim = await tryClaim(store, keys, limits, repair, writer, beforeFence);
     } catch (err) {
       // Retention deleted what this try listed before it could read it: the stream moved on. List again.
       if (!vanished(err)) throw err;
@@ -106,6 +108,7 @@ async function tryClaim(
   limits: FrameReading,
   repair: boolean,
   writer: string,
+  beforeFence: (view: CommittedView) => Promise<void>,
 ): Promise<Claim | undefined> {
   // The tail and the newest chain are all a claim needs: list from the hinted base (log/hint.ts).
   let view: CommittedView;
@@ -125,6 +128,7 @@ async function tryClaim(
   // An encrypted stream opened without its keys: fail before fencing the engine that has them.
   if (tail !== undefined && view.tailSlot !== undefined)
     assertUnlocked(tail, { stream: keys.stream, seq: tail.header.seq, key: tailKey(view.tailSlot) });
+  await beforeFence(view);
   const id: Identity = { stream: keys.stream, epoch: (tail?.header.epoch ?? 0) + 1, writer };
   // The next free key: the first slot after a committed tail, or the key after a fence.
   const { seq: nextSeq, key: nextKey } = nextFree(keys, tail, view.log.floor);

@@ -221,6 +221,9 @@ function fillerFrame(id: Identity, seq: number, prev: Frame, sealing: SealingKey
     // The chain's span length, so that a reader of the filler finds the chain's span deltas.
     ...(prev.header.span !== undefined && { span: prev.header.span }),
     ...(prev.header.meta !== undefined && { meta: prev.header.meta }),
+    // (Its chain's schema version: a chain holds one.)
+    ...(prev.header.schemaVersion !== undefined && { schemaVersion: prev.header.schemaVersion }),
+    ...(prev.header.readableFrom !== undefined && { readableFrom: prev.header.readableFrom }),
   };
   return encodeFrame('delta', header, encodeValue([]), 1, sealing);
 }

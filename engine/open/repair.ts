@@ -28,7 +28,10 @@ export async function repair(
 ): Promise<Opened> {
   const newest = claim.view.slots[claim.view.slots.length - 1]!.seq;
   const log = await listLog(options.store, options.keys);
-  const restored = await restoreIntact<unknown>(options.store, log, newest, options.limits, {});
+  const restored = await restoreIntact<unknown>(options.store, log, newest, options.limits, {
+    schema: options.schema,
+    op: 'open',
+  });
   const capturer = createCapturer(options.updates);
   capturer.seed(restored.state);
   const skipped: number[] = [];

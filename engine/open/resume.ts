@@ -15,6 +15,10 @@ import { withRepairHint } from './damaged.js';
 import type { Opened } from './opened.js';
 import { repair } from './repair.js';
 import { EMPTY_HEAD, type Head } from '../writer/head.js';
+import type { CommittedView } from '../log/committed.js';
+import { tailKey } from '../log/listing.js';
+import { readFrame } from '../log/read.js';
+import { assertReadable, storedSchema } from '../schema.js';
 
 export type { Opened, Repair } from './opened.js';
 
@@ -27,7 +31,9 @@ export async function claimAndResume(
   sealing: SealingKey | undefined,
 ): Promise<{ claim: Claim; opened: Opened }> {
   for (let attempt = 1; ; attempt++) {
-    const claim = await claimStream(options.store, options.keys, options.limits, options.repair);
+    const claim = await claimStream(options.store, options.keys, options.limits, options.repair, (view) =>
+      checkSchema(options, view),
+    );
     try {
       return { claim, opened: await resume(options, claim, sealing) };
     } catch (err) {
@@ -57,7 +63,10 @@ export async function resume(
     };
   let chain: ReadChain<unknown>;
   try {
-    chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits);
+    chain = await readChain<unknown>(options.store, claim.view, undefined, options.limits, {
+      schema: options.schema,
+      op: 'open',
+    });
   } catch (err) {
     if (!isStatefoldError(err, 'CORRUPT')) throw err;
     if (options.repair) return repair(options, claim, sealing, err);
@@ -78,6 +87,38 @@ export async function resume(
   // After a key rotation the first checkpoint is a base in the new key: from then on the newest
   // chain needs only that key, and the old one only history (retired once gc deletes that history).
   // (A chain can mix keys: fillers are sealed with the key of the engine that claimed.)
-  const needBase = sealing !== undefined && [...chain.keyIds].some((id) => id !== sealing.id);
-  return { head, capturer, ledger: chain.ledger, sealing, needBase };
+  const rotated = sealing !== undefined && [...chain.keyIds].some((id) => id !== sealing.id);
+  // A chain holds one schema version: a state upcast (or read as stored from a newer version) is
+  // written on as a base in this code's.
+  const { version, readableFrom } = chain.stored;
+  const reshaped = version !== options.schema.version || readableFrom !== options.schema.readableFrom;
+  return { head, capturer, ledger: chain.ledger, sealing, needBase: rotated || reshaped };
+}
+
+/**
+ * Before the claim fences: SCHEMA_TOO_NEW when the newest checkpoint is too new for this code,
+ * and when it is older, its chain read and upcast, so that a migration that throws rejects
+ * MIGRATION_FAILED with nothing written (the read is done again after the fence, from what the
+ * claim found then). Nothing read for a stream in this code's version.
+ */
+async function checkSchema(options: ResolvedEngineOptions, view: CommittedView): Promise<void> {
+  const newest = view.slots[view.slots.length - 1];
+  if (newest === undefined) return;
+  const frame =
+    view.tailSlot === newest && view.tailFrame !== undefined
+      ? view.tailFrame
+      : await (view.frames?.get(newest.seq) ??
+          readFrame(
+            options.store,
+            options.keys,
+            newest.seq,
+            tailKey(newest),
+            options.limits,
+            undefined,
+            view.log.bodies,
+          ));
+  const at = { op: 'open', stream: options.keys.stream, seq: newest.seq, key: tailKey(newest) };
+  assertReadable(frame.header, options.schema, at);
+  if (storedSchema(frame.header).version >= options.schema.version) return;
+  await readChain<unknown>(options.store, view, undefined, options.limits, { schema: options.schema, op: 'open' });
 }

@@ -14,6 +14,7 @@ import { listLog } from '../log/listing.js';
 import { seqView } from '../log/range.js';
 import { relistOnVanish } from '../log/read.js';
 import { readChain } from './read-chain.js';
+import { resolveSchema } from '../schema.js';
 import { restoreIntact } from './skip-damaged.js';
 import type { Restored, RestoreOptions } from './types.js';
 
@@ -39,6 +40,7 @@ export async function restore<S = unknown>(
   if (options.seq !== undefined) assertSeq(options.seq, keys.stream, 'restore');
   assertOptionalBoolean(options.skipDamaged, 'skipDamaged', 'restore', keys.stream);
   const limits = readingOf(options, 'restore');
+  const chain = { ...options, schema: resolveSchema(options.schema, 'restore', keys.stream), op: 'restore' };
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restore'));
   return relistOnVanish(async () => {
     if (!options.skipDamaged) {
@@ -49,8 +51,8 @@ export async function restore<S = unknown>(
           ? await newestView(store, keys, limits, options.signal)
           : ((await seqView(store, keys, options.seq, limits, options.signal)) ??
             (await committedView(store, await listLog(store, keys, options.signal), limits, options.signal)));
-      return (await readChain<S>(store, view, options.seq, limits, options)).restored;
+      return (await readChain<S>(store, view, options.seq, limits, chain)).restored;
     }
-    return restoreIntact<S>(store, await listLog(store, keys, options.signal), options.seq, limits, options);
+    return restoreIntact<S>(store, await listLog(store, keys, options.signal), options.seq, limits, chain);
   });
 }

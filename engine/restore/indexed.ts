@@ -25,6 +25,7 @@ import { listLog, tailKey } from '../log/listing.js';
 import { readFrame, vanished } from '../log/read.js';
 import { MAX_RANGE } from './range.js';
 import { readChain } from './read-chain.js';
+import { resolveSchema } from '../schema.js';
 import type { Restored, RestoreOptions } from './types.js';
 
 /** A committed checkpoint of the window read, with its meta. */
@@ -80,6 +81,7 @@ export async function findIndexed<S = unknown>(
   if (typeof options.index !== 'function' || typeof options.select !== 'function')
     invalidArgument('findIndexed', 'index and select must be functions', keys.stream);
   const limits = readingOf(options, 'findIndexed');
+  const schema = resolveSchema(options.schema, 'findIndexed', keys.stream);
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'findIndexed'));
   const { signal, key } = options;
   const opt = signal ? { signal } : {};
@@ -170,7 +172,12 @@ export async function findIndexed<S = unknown>(
     const found = new Map<number, Restored<S>>();
     for (const seq of [...wanted].reverse()) {
       if (found.has(seq)) continue;
-      const chain = await readChain<S>(store, view, seq, limits, { ...opt, keepFrom: wanted[0]! });
+      const chain = await readChain<S>(store, view, seq, limits, {
+        ...opt,
+        keepFrom: wanted[0]!,
+        schema,
+        op: 'findIndexed',
+      });
       for (const r of [...chain.kept, chain.restored]) if (wanted.includes(r.seq)) found.set(r.seq, r);
     }
     if (found.size !== wanted.length) return undefined; // (a span delta jumped over one)

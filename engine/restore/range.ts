@@ -15,6 +15,7 @@ import { listLog, tailKey } from '../log/listing.js';
 import { CHAIN_GUESS, seqView } from '../log/range.js';
 import { readFrame, relistOnVanish } from '../log/read.js';
 import { readChain } from './read-chain.js';
+import { resolveSchema } from '../schema.js';
 import type { Restored, RestoreOptions } from './types.js';
 
 /** Most seqs one call restores: each state but the newest is copied out of the fold. */
@@ -50,12 +51,18 @@ export async function restoreRange<S = unknown>(
   if (to - from >= MAX_RANGE)
     invalidArgument('restoreRange', `${to - from + 1} seqs from ${from} to ${to}: at most ${MAX_RANGE}`, keys.stream);
   const limits = readingOf(options, 'restoreRange');
+  const schema = resolveSchema(options.schema, 'restoreRange', keys.stream);
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'restoreRange'));
   const { signal } = options;
   return relistOnVanish(async () => {
     const found = new Map<number, Restored<S>>();
     const read = async (view: CommittedView, target: number): Promise<void> => {
-      const chain = await readChain<S>(store, view, target, limits, { ...options, keepFrom: from });
+      const chain = await readChain<S>(store, view, target, limits, {
+        ...options,
+        keepFrom: from,
+        schema,
+        op: 'restoreRange',
+      });
       for (const restored of [...chain.kept, chain.restored]) found.set(restored.seq, restored);
     };
     /** A seq's chain on its own, listed from the base its frame names (as `restore({ seq })` lists it). */

@@ -7,7 +7,7 @@
 import type { Store } from '../../storage-adapters/store.js';
 import { StatefoldError, corrupt, failure } from '../errors.js';
 import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
-import { decodeMeta, decodePayload, SPAN_VERSION, type Frame, type FrameReading } from '../format/frame.js';
+import { decodeMeta, decodePayload, isSpanDelta, type Frame, type FrameReading } from '../format/frame.js';
 import { gapsBetween, linkError, nextSpan, planChain, spanLengthError, type SpanState } from '../log/chain.js';
 import type { CommittedView } from '../log/committed.js';
 import { applyEntriesAt, applyLedger, checkpointKind, opLists, opsOf } from '../log/frames.js';
@@ -15,6 +15,7 @@ import type { StreamKeys } from '../log/keys.js';
 import { tailKey, type Slot } from '../log/listing.js';
 import { listedThenGone, mapLimit, readFrame } from '../log/read.js';
 import { thaw } from '../value.js';
+import { assertReadable, inOrder, mixedSchema, storedSchema, upcast, type ResolvedSchema } from '../schema.js';
 import { applyOps, PatchMismatch } from './fold.js';
 import type { Restored } from './types.js';
 /** What reading a chain gives: the public result, and what an engine opening the stream needs to go on writing it. */
@@ -36,6 +37,8 @@ export interface ReadChain<S> {
   span: SpanState | undefined;
   /** With `keepFrom`: the checkpoints the fold passed through from that seq on, below the one restored, ascending. */
   kept: Restored<S>[];
+  /** The schema version and readable-from the restored checkpoint was stored with. */
+  stored: { version: number; readableFrom: number };
 }
 
 /** Options of readChain. */
@@ -45,6 +48,13 @@ export interface ChainOptions {
   concurrency?: number;
   /** Also hand out, each as its own copy, the state of every seq from this one on that the fold passes through. */
   keepFrom?: number;
+  /**
+   * The reading code's schema: a state stored in a newer version is SCHEMA_TOO_NEW (unless its
+   * writer declared it readable), an older one is upcast (every state handed out). Undefined: as stored.
+   */
+  schema?: ResolvedSchema | 'stored';
+  /** The operation named in schema errors. */
+  op?: string;
 }
 
 /** One verified link of a chain: its frame, its key, and whether it is a span delta read as a jump. */
@@ -69,6 +79,10 @@ export async function readChain<S>(
   const frameAt = frameReader(store, view, bySeq, target, limits, options.signal);
   const last = await frameAt(target);
   const lastKey = tailKey(bySeq.get(target)!);
+  const schema = options.schema ?? 'stored';
+  const at = (s: number, key: string) => ({ op: options.op ?? 'restore', stream: keys.stream, seq: s, key });
+  // A state too new for this code fails before the rest of its chain is read.
+  assertReadable(last.header, schema, at(target, lastKey));
   const kind = checkpointKind(last, keys, target, lastKey);
   const baseSeq = last.header.baseSeq!;
   const every = last.header.span;
@@ -78,7 +92,7 @@ export async function readChain<S>(
   );
   const folded = foldSteps(steps, keys, baseSeq, every, options.keepFrom ?? target);
   const restored: Restored<S> = {
-    state: folded.state as S,
+    state: (await upcast(folded.state, last.header, schema, at(target, lastKey))) as S,
     seq: target,
     meta: decodeMeta(last, { stream: keys.stream, key: lastKey, seq: target }),
     kind,
@@ -86,6 +100,7 @@ export async function readChain<S>(
     effects: [...folded.ledger.values()],
     skipped: [],
     damage: [],
+    schemaVersion: storedSchema(last.header).version,
   };
   const meta = last.header.meta;
   return {
@@ -99,8 +114,9 @@ export async function readChain<S>(
     // A copy: the decoded header's bytes may be a view into the whole frame.
     metaBytes: meta === undefined ? undefined : new Uint8Array(meta),
     keyIds: new Set(steps.flatMap(({ frame: f }) => (f.keyId === undefined ? [] : [f.keyId]))),
-    kept: folded.kept.map(({ step, state, ledger }) => ({
-      state: state as S,
+    stored: storedSchema(last.header),
+    kept: await inOrder(folded.kept, async ({ step, state, ledger }) => ({
+      state: (await upcast(state, step.frame.header, schema, at(step.seq, step.key))) as S,
       seq: step.seq,
       meta: decodeMeta(step.frame, { stream: keys.stream, key: step.key, seq: step.seq }),
       kind: step === steps[0] ? 'base' : 'delta',
@@ -108,6 +124,7 @@ export async function readChain<S>(
       effects: [...ledger.values()],
       skipped: [],
       damage: [],
+      schemaVersion: storedSchema(step.frame.header).version,
     })),
   };
 }
@@ -199,7 +216,7 @@ async function readLinks(
   await fetch(
     gapsBetween(points, (s, from) => {
       const f = read.get(s)!;
-      return f.kind === 'delta' && f.version === SPAN_VERSION && f.header.jump === from;
+      return f.kind === 'delta' && isSpanDelta(f) && f.header.jump === from;
     }),
   );
   return read;
@@ -253,6 +270,9 @@ function verifyLinks(
     const jump = before.seq !== s - 1;
     const broken = linkError(stream, s, key, frame, baseSeq, before, jump);
     if (broken !== undefined) throw broken;
+    // One schema version per chain: a delta's operations apply to a state of its base's version.
+    const mixed = mixedSchema(frame.header, read.get(seqs[0]!)!.header, { stream, seq: s, key });
+    if (mixed !== undefined) throw mixed;
     return { seq: s, frame, key, jump };
   });
 }

@@ -8,7 +8,7 @@ import type { FrameReading } from '../format/frame.js';
 import { committedView, type CommittedView } from '../log/committed.js';
 import type { LogListing } from '../log/listing.js';
 import { vanished } from '../log/read.js';
-import { readChain } from './read-chain.js';
+import { readChain, type ChainOptions } from './read-chain.js';
 import type { Restored, RestoreOptions } from './types.js';
 
 /** Restores the newest intact checkpoint at or before `seq`, passing over damaged ones. */
@@ -17,7 +17,7 @@ export async function restoreIntact<S>(
   log: LogListing,
   seq: number | undefined,
   limits: FrameReading,
-  options: RestoreOptions,
+  options: Omit<RestoreOptions, 'schema'> & ChainOptions,
 ): Promise<Restored<S>> {
   const damage: StatefoldError[] = [];
   let view: CommittedView;

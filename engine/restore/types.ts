@@ -2,6 +2,7 @@
 import type { StatefoldError } from '../errors.js';
 import type { EffectRecord } from '../effects/ledger.js';
 import type { Encryption } from '../format/keyring.js';
+import type { Schema } from '../schema.js';
 
 /** Options of `restore`. */
 export interface RestoreOptions {
@@ -23,6 +24,13 @@ export interface RestoreOptions {
   skipDamaged?: boolean;
   /** The keys of an encrypted stream (as given to `SnapshotEngine.open`; only the ids its frames name are used). */
   encryption?: Encryption;
+  /**
+   * The schema of the state this code reads (see Schema): a checkpoint stored in an older version
+   * is upcast through `migrate`, one in a newer version is SCHEMA_TOO_NEW unless its writer
+   * declared it readable by this version. Default: version 1, no migrations. `'stored'`: every
+   * state as stored, whatever its version (for tools).
+   */
+  schema?: Schema | 'stored';
 }
 
 /** A restored checkpoint. */
@@ -41,6 +49,8 @@ export interface Restored<S = unknown> {
   skipped: number[];
   /** With `skipDamaged`: the CORRUPT errors that made restore pass them over. */
   damage: StatefoldError[];
+  /** The schema version the checkpoint was stored in (1 when written without a schema); `state` is in the reader's. */
+  schemaVersion: number;
 }
 
 /** One entry of `listCheckpoints`. */

@@ -63,6 +63,8 @@ export interface CommitQueueOptions {
   committer: Committer;
   /** Called after each base commits (hints, the index and retention run behind bases): its seq, the base of the chain before it (0: none), its meta as stored. */
   onBase: (seq: number, prev: number, meta: Uint8Array | undefined) => void;
+  /** The schema fields every frame it writes records (none at schema version 1). */
+  schemaFields: Pick<FrameHeader, 'schemaVersion' | 'readableFrom'>;
   /** The last committed checkpoint when the engine opened. */
   head: Head;
   /** The key of the first commit (the one after the engine's fence). */
@@ -246,6 +248,7 @@ export class CommitQueue {
     };
     if (kind === 'delta') h.parent = c.crc;
     if (task.meta !== undefined) h.meta = task.meta;
+    Object.assign(h, this.#o.schemaFields);
     const entries = kind === 'base' ? ledgerEntries(task.ledger) : task.ledgerChanges;
     if (entries.length > 0) h.ledger = entries;
     if (every > 1) h.span = every;
