@@ -33,6 +33,8 @@ export interface Context {
 export interface Command {
   usage: string;
   params: string[];
+  /** The name of the further arguments it takes, any number of them (none when absent). */
+  rest?: string;
   /** Its own options (long names); the options for every command come on top. */
   options: string[];
   help: string;

@@ -6,7 +6,10 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isStatefoldError } from '../engine/index.js';
-import { COMMANDS, keysFrom, type Command, type Context } from './commands.js';
+import { COMMANDS as BASIC, keysFrom, type Command, type Context } from './commands.js';
+import { MIGRATE } from './migrate.js';
+
+const COMMANDS: Record<string, Command> = { ...BASIC, migrate: MIGRATE };
 import { openStore, storeFailure, UsageError } from './store.js';
 
 const GLOBAL = `
@@ -48,6 +51,10 @@ const OPTIONS = {
   'min-age-ms': { type: 'string' },
   yes: { type: 'boolean' },
   'if-exists': { type: 'boolean' },
+  schema: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  apply: { type: 'boolean' },
+  after: { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** The options every command takes (see GLOBAL); each command names its own. */
@@ -110,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     const missing = command.params.find((_, i) => args[i] === undefined);
     if (missing !== undefined) throw new UsageError(`missing <${missing}>`);
-    if (args.length > command.params.length)
+    if (command.rest === undefined && args.length > command.params.length)
       throw new UsageError(`unexpected argument ${JSON.stringify(args[command.params.length])}`);
     opened = await openStore(spec, { endpoint: str(flags.endpoint), region: str(flags.region) });
     const encryption = await keysFrom(flags);

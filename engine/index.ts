@@ -34,6 +34,8 @@ export { diffCheckpoints } from './admin/diff.js';
 export { listStreams } from './admin/streams.js';
 export { forkStream } from './admin/fork.js';
 export { deleteStream } from './admin/delete.js';
+export { migrateStreams } from './admin/migrate.js';
+export type { MigrateOptions, MigrateReport, MigratedStream } from './admin/migrate.js';
 export type { Repair } from './open/resume.js';
 export type { DeleteStreamOptions, DeleteReport } from './admin/delete.js';
 export type { ForkOptions, ForkInfo } from './admin/fork.js';

@@ -153,6 +153,7 @@ function entry(keys: StreamKeys, slot: Slot, frame: Frame): ListedCheckpoint {
     effects: [...applyLedger(frame, keys, seq, key, EMPTY_LEDGER).values()],
     filler: frame.header.filler === true,
     ...(frame.keyId !== undefined && { keyId: frame.keyId }),
+    schemaVersion: frame.header.schemaVersion ?? 1,
     damaged: false,
   };
 }

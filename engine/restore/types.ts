@@ -75,6 +75,8 @@ export interface CheckpointEntry {
   filler: boolean;
   /** The id of the key it is encrypted with; absent when the stream is not encrypted. */
   keyId?: string;
+  /** The schema version its state was stored in (1 when written without a schema); see Schema. */
+  schemaVersion: number;
   /** False: the checkpoint was read and verified (see DamagedCheckpointEntry). */
   damaged: false;
 }
