@@ -9,4 +9,6 @@
  */
 export { StatefoldSaver } from './saver.js';
 export type { StatefoldSaverOptions } from './config.js';
+export { saverMigrations } from './schema.js';
+export type { SaverSchema, SaverState } from './schema.js';
 export type { Plain, StoredCheckpoint, ThreadMeta, ThreadState, WriteRecord, Writes } from './codec.js';

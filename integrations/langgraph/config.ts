@@ -1,5 +1,6 @@
 /** The saver's options, and the RunnableConfig fields each call needs, with INVALID_ARGUMENT errors that say which. */
 import type { RunnableConfig } from '@langchain/core/runnables';
+import type { SaverSchema } from './schema.js';
 import type { SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import {
   listStreams,
@@ -35,6 +36,12 @@ export interface StatefoldSaverOptions {
   maxOpenThreads?: number;
   /** LangGraph's serializer (default JsonPlusSerializer, as every saver). */
   serde?: SerializerProtocol;
+  /**
+   * The schema version of the graph's state and the migrations that upcast older threads (see
+   * SaverSchema and docs/langgraph.md): each migration gets a checkpoint's channel values and
+   * pending writes, deserialized, and returns them with values changed. Default: version 1.
+   */
+  schema?: SaverSchema;
 }
 
 /** The error a saver call gives for a config without what it needs. */

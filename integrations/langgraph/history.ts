@@ -3,12 +3,11 @@
  * writes when the two were committed together), and a `list` page a window of seqs at a time,
  * each chain of the stream read and folded once (restoreRange) instead of once per checkpoint.
  */
-import { restoreRange, type ListCheckpointsOptions, type Store } from '../../engine/index.js';
+import { restoreRange, type Store } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
-import type { Entry } from './locate.js';
+import type { Entry, Reading } from './locate.js';
 
-/** What reads of a thread's stream are given (its encryption, limits and timeout). */
-export type Reading = Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>;
+export type { Reading } from './locate.js';
 
 /** A seq's state with the meta stored with it (as stored, not checked). */
 export interface Stored {

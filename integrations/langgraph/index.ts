@@ -15,4 +15,7 @@ const saver: typeof Saver = await import('./saver.js');
 export const StatefoldSaver: typeof Saver.StatefoldSaver = saver.StatefoldSaver;
 export type StatefoldSaver = Saver.StatefoldSaver;
 export type { StatefoldSaverOptions } from './config.js';
+export type { SaverSchema, SaverState } from './schema.js';
+/** The engine schema of a StatefoldSaver's streams, for `statefold migrate` and `migrateStreams` (see docs/langgraph.md). */
+export const saverMigrations: typeof Saver.saverMigrations = saver.saverMigrations;
 export type { Plain, StoredCheckpoint, ThreadMeta, ThreadState, WriteRecord, Writes } from './codec.js';

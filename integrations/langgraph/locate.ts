@@ -9,6 +9,7 @@ import {
   readCheckpointMeta,
   type CheckpointEntry,
   type ListCheckpointsOptions,
+  type Schema,
   type Store,
 } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
@@ -47,6 +48,11 @@ export interface Indexed {
   next: { state: ThreadState; meta: unknown } | undefined;
 }
 
+/** What reads of a thread's stream are given (its encryption, limits, timeout, and the engine schema its state is read with). */
+export type Reading = Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'> & {
+  schema?: Schema;
+};
+
 /** Entries read per page when a thread's history is scanned. */
 export const PAGE = 32;
 
@@ -63,7 +69,7 @@ export class ThreadLocator {
   constructor(
     readonly stream: string,
     protected readonly store: Store,
-    protected readonly reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
+    protected readonly reading: Reading,
   ) {}
 
   /** Entries of the stream, newest first, `limit` from below seq `before`. */

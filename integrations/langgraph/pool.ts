@@ -47,8 +47,9 @@ export class Threads {
   }
 
   #make(stream: string, thread: string, ns: string): Thread {
-    const { encryption, storeTimeoutMs } = this.engine;
-    return new Thread(stream, thread, ns, this.engine, { encryption, storeTimeoutMs }, this.#closing.get(stream));
+    const { encryption, storeTimeoutMs, schema } = this.engine;
+    const reading = { encryption, storeTimeoutMs, ...(schema !== undefined && { schema }) };
+    return new Thread(stream, thread, ns, this.engine, reading, this.#closing.get(stream));
   }
 
   /** Closes `t`'s writer after what is queued on it; a thread opened on `stream` meanwhile waits for it. */

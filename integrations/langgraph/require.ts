@@ -15,3 +15,5 @@ const saver = createRequire(import.meta.url)('./saver.js') as typeof Saver;
 /** A LangGraph checkpointer that stores each (thread_id, checkpoint_ns) as a statefold stream. */
 export const StatefoldSaver: typeof Saver.StatefoldSaver = saver.StatefoldSaver;
 export type StatefoldSaver = Saver.StatefoldSaver;
+/** The engine schema of a StatefoldSaver's streams, for `statefold migrate` and `migrateStreams`. */
+export const saverMigrations: typeof Saver.saverMigrations = saver.saverMigrations;

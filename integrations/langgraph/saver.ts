@@ -39,6 +39,8 @@ import {
 import { idOf, missing, nsOf, threadsOf, type StatefoldSaverOptions } from './config.js';
 import { checkpointOf } from './history.js';
 import { checkpointById } from './lookup.js';
+import { threadSchema } from './schema.js';
+export { saverMigrations } from './schema.js';
 import { Threads } from './pool.js';
 import { AFTER_COMMIT, type Entry, type Head, type Thread } from './thread.js';
 import { entryOf, keptValue, matching, mergeWrites, nextMeta, toRecords, toTuple } from './tuple.js';
@@ -65,8 +67,10 @@ export class StatefoldSaver extends BaseCheckpointSaver {
         `new StatefoldSaver: maxOpenThreads ${maxOpen} is not a positive integer`,
       );
     const { policy, retention, encryption, storeTimeoutMs, onPendingEffect, effectRetention } = options;
+    const schema = threadSchema(options.schema, this.serde);
     this.#engine = {
       store: options.store,
+      ...(schema !== undefined && { schema }),
       policy,
       retention,
       encryption,

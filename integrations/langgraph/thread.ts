@@ -17,7 +17,7 @@ import {
 import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './codec.js';
 import { AFTER_COMMIT, type Change, type Head, type Next, type Queued } from './writes.js';
 import { carries, checkpointOf, restoreRun, Windows } from './history.js';
-import { indexOf, ThreadLocator, type Entry } from './locate.js';
+import { indexOf, ThreadLocator, type Entry, type Reading } from './locate.js';
 
 export { PAGE, type Entry } from './locate.js';
 
@@ -41,7 +41,7 @@ export class Thread extends ThreadLocator {
     readonly thread: string,
     readonly ns: string,
     private readonly engineOptions: Omit<EngineOptions, 'stream'>,
-    reading: Pick<ListCheckpointsOptions, 'encryption' | 'storeTimeoutMs' | 'maxPayloadBytes'>,
+    reading: Reading,
     /** What this thread's first operation waits for (a previous writer of the stream closing). */
     after: Promise<unknown> = Promise.resolve(),
   ) {

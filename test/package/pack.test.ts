@@ -333,7 +333,7 @@ const { SnapshotEngine, FileStore, restore } = require('statefold');
         statefold: expect.arrayContaining(['SnapshotEngine']),
         'statefold/s3': expect.arrayContaining(['S3Store']),
         'statefold/postgres': expect.arrayContaining(['PostgresStore', 'postgresSchema']),
-        'statefold/langgraph': ['StatefoldSaver'],
+        'statefold/langgraph': ['StatefoldSaver', 'saverMigrations'],
         'statefold/kit': expect.arrayContaining(['retry']),
         'statefold/testing': ['FaultStore', 'describeStoreConformance'],
       });
