@@ -20,7 +20,7 @@ export type PatchOperation =
 /** Options of `diffCheckpoints`: how both checkpoints are read (as `restore` reads). */
 export type DiffOptions = Pick<
   RestoreOptions,
-  'encryption' | 'signal' | 'storeTimeoutMs' | 'maxPayloadBytes' | 'concurrency'
+  'encryption' | 'signal' | 'storeTimeoutMs' | 'maxPayloadBytes' | 'concurrency' | 'schema'
 >;
 
 /**
@@ -43,9 +43,9 @@ export async function diffCheckpoints(
   options = assertOptions(options, 'diffCheckpoints', id);
   readingOf(options, 'diffCheckpoints');
   const [a, b] = await Promise.all([
-    // (Each as stored, in whatever schema version it was written in.)
-    restore(store, stream, { ...options, seq: seqA, schema: 'stored' }),
-    restore(store, stream, { ...options, seq: seqB, schema: 'stored' }),
+    // (Each upcast with `schema`; without one, as stored, in whatever version it was written in.)
+    restore(store, stream, { ...options, seq: seqA, schema: options.schema ?? 'stored' }),
+    restore(store, stream, { ...options, seq: seqB, schema: options.schema ?? 'stored' }),
   ]);
   const capturer = createCapturer('copy');
   capturer.seed(a.state);

@@ -26,6 +26,7 @@ import type { FrameHeader } from '../format/header.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog } from '../log/listing.js';
+import { resolveSchema, schemaFields, type ResolvedSchema, type Schema } from '../schema.js';
 import { restore } from '../restore/index.js';
 import { createOrRead } from '../log/create.js';
 import { wrapStorage } from '../errors.js';
@@ -42,6 +43,8 @@ export interface ForkOptions {
   signal?: AbortSignal;
   /** How long one store call may take before it fails TIMEOUT (default 300,000 ms). */
   storeTimeoutMs?: number;
+  /** The fork's base holds the state upcast to this schema, in its version (default: as stored, in the version stored). */
+  schema?: Schema;
 }
 
 /** What `forkStream` made. */
@@ -89,7 +92,7 @@ export async function forkStream(store: Store, from: string, to: string, options
     ...(options.encryption && { encryption: options.encryption }),
     ...(options.signal && { signal: options.signal }),
     ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
-    schema: 'stored',
+    schema: options.schema ?? 'stored',
   });
   // The ledger as the fork's engine would carry it: settled tokens past effectRetention dropped.
   const now = Date.now();
@@ -105,8 +108,10 @@ export async function forkStream(store: Store, from: string, to: string, options
     baseSeq: seq,
   };
   if (restored.meta !== undefined) header.meta = encodeValue(restored.meta);
-  // The state as stored, in the schema version it was stored in (its readable-from, if any, not carried).
-  if (restored.schemaVersion > 1) header.schemaVersion = restored.schemaVersion;
+  // The state as stored, in the version stored (its readable-from, if any, not carried); or upcast, in the schema's.
+  if (options.schema !== undefined)
+    Object.assign(header, schemaFields(resolveSchema(options.schema, 'forkStream') as ResolvedSchema));
+  else if (restored.schemaVersion > 1) header.schemaVersion = restored.schemaVersion;
   if (ledger.size > 0) header.ledger = ledgerEntries(ledger);
   const frame = await encodeFrameOffThread('base', header, restored.state, undefined, 1, await keyring?.sealing(to));
   const key = target.slot(seq);

@@ -21,6 +21,8 @@ import { mapLimit, readFrame, vanished } from '../log/read.js';
 import { opLists, opsOf, spanParts } from '../log/frames.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
 import { thaw } from '../capture/index.js';
+import type { Schema } from '../schema.js';
+import { unreadableSeqs } from './verify-schema.js';
 
 /** Options of `verifyStream`. */
 export interface VerifyOptions {
@@ -36,6 +38,8 @@ export interface VerifyOptions {
   storeTimeoutMs?: number;
   /** Largest uncompressed frame payload accepted (default 1 GiB). */
   maxPayloadBytes?: number;
+  /** Also upcast every intact seq with this schema, and report those it cannot read in `unreadable`. */
+  schema?: Schema;
 }
 
 /** What `verifyStream` found. */
@@ -53,6 +57,8 @@ export interface VerifyReport {
   damaged: { seq: number; error: StatefoldError }[];
   /** The newest seq that restores (0 when none does). */
   newestIntact: number;
+  /** With `schema`: the intact seqs whose state that code cannot read (MIGRATION_FAILED, SCHEMA_TOO_NEW). */
+  unreadable?: { seq: number; error: StatefoldError }[];
 }
 
 /** Where the fold stands: the chain being folded, or why it is broken. */
@@ -160,6 +166,15 @@ export async function verifyStream(store: Store, stream: string, options: Verify
       report.checked++;
       options.onProgress?.({ checked: report.checked, total });
     }
+  }
+  if (options.schema !== undefined) {
+    const { encryption, signal, maxPayloadBytes } = options;
+    const reading = {
+      ...(encryption && { encryption }),
+      ...(signal && { signal }),
+      ...(maxPayloadBytes && { maxPayloadBytes }),
+    };
+    report.unreadable = await unreadableSeqs(store, keys.stream, report.intact, options.schema, reading);
   }
   return report;
 }

@@ -24,6 +24,7 @@ import { listLog, tailKey, type Slot } from '../log/listing.js';
 import { floorAbove } from '../log/floor.js';
 import { mapLimit, readFrame, relistOnVanish, vanished, vanishedError } from '../log/read.js';
 import { applyLedger, checkpointKind } from '../log/frames.js';
+import { resolveSchema } from '../schema.js';
 import type { ListCheckpointsOptions, ListedCheckpoint } from './types.js';
 
 /**
@@ -42,6 +43,7 @@ export async function listCheckpoints(
   if (options.before !== undefined) assertSeq(options.before, keys.stream, 'listCheckpoints', 'before');
   assertOptionalPositiveInt(options.limit, 'limit', 'listCheckpoints', keys.stream);
   assertOptionalBoolean(options.reverse, 'reverse', 'listCheckpoints', keys.stream);
+  resolveSchema(options.schema, 'listCheckpoints', keys.stream);
   const limits = readingOf(options, 'listCheckpoints');
   store = guardStore(store, resolveStoreTimeout(options.storeTimeoutMs, 'listCheckpoints'));
   return relistOnVanish(() => listFrom(store, keys, limits, options));

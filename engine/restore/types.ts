@@ -112,4 +112,10 @@ export interface ListCheckpointsOptions {
   concurrency?: number;
   /** The keys of an encrypted stream (its meta and effects are sealed; without keys, KEY_UNAVAILABLE). */
   encryption?: Encryption;
+  /**
+   * Checked, then changes nothing: entries hold metas, which are never upcast (each entry's
+   * `schemaVersion` says what its state was stored in). Accepted so that one options object
+   * serves every read.
+   */
+  schema?: Schema | 'stored';
 }

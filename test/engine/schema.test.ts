@@ -276,4 +276,30 @@ describe('schema evolution', () => {
     await forkStream(store, STREAM, 'agent/fork-old', { seq: 2 });
     expect((await restore<V3>(store, 'agent/fork-old', { schema: V3_SCHEMA })).state).toEqual(toV3(v1(2), 1));
   });
+
+  it('verify, list, diff and fork take the schema too', async () => {
+    const store = new MemoryStore();
+    await threeLives(store, { baseEvery: 4, counts: [3, 3, 3] });
+    // verify: every intact seq upcast; the seqs a broken migration cannot read, reported by seq.
+    const broken: Schema = { version: 3, migrate: { 1: m1, 2: (s: V2) => (s.data.n === 102 ? undefined : m2(s)) } };
+    const report = await verifyStream(store, STREAM, { schema: broken });
+    expect(report.damaged).toEqual([]);
+    expect(report.unreadable?.map((u) => [u.seq, u.error.code])).toEqual([[5, 'MIGRATION_FAILED']]);
+    expect((await verifyStream(store, STREAM, { schema: V3_SCHEMA })).unreadable).toEqual([]);
+    expect((await verifyStream(store, STREAM, { schema: V2_SCHEMA })).unreadable?.map((u) => u.seq)).toEqual([7, 8, 9]);
+    // list: entries say the version they were stored in; the schema is checked, never applied to metas.
+    const listed = await listCheckpoints(store, STREAM, { schema: V3_SCHEMA });
+    expect(listed.map((e) => (e.damaged ? 0 : e.schemaVersion))).toEqual([1, 1, 1, 2, 2, 2, 3, 3, 3]);
+    await expect(listCheckpoints(store, STREAM, { schema: { version: -1 } })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    // diff with the schema compares upcast states; fork with it writes the upcast state in version 3.
+    const ops = await diffCheckpoints(store, STREAM, 2, 3, { schema: V3_SCHEMA });
+    expect(ops.length).toBeGreaterThan(0);
+    expect(ops.every((op) => op.path.startsWith('/data/'))).toBe(true); // (as stored, the paths are /n, /notes)
+    expect((await diffCheckpoints(store, STREAM, 2, 3)).every((op) => !op.path.startsWith('/data/'))).toBe(true);
+    await forkStream(store, STREAM, 'agent/upcast', { seq: 2, schema: V3_SCHEMA });
+    const forked = await restore<V3>(store, 'agent/upcast', { schema: V3_SCHEMA });
+    expect([forked.schemaVersion, forked.state]).toEqual([3, toV3(v1(2), 1)]);
+  });
 });
