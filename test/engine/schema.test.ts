@@ -1,9 +1,11 @@
 import fc from 'fast-check';
+import { Rng, deepCopy, evolve, initialState } from '../support/random-states.js';
 import { describe, expect, it } from 'vitest';
 import {
   MemoryStore,
   SnapshotEngine,
   diffCheckpoints,
+  gc,
   forkStream,
   listCheckpoints,
   restore,
@@ -301,5 +303,48 @@ describe('schema evolution', () => {
     await forkStream(store, STREAM, 'agent/upcast', { seq: 2, schema: V3_SCHEMA });
     const forked = await restore<V3>(store, 'agent/upcast', { schema: V3_SCHEMA });
     expect([forked.schemaVersion, forked.state]).toEqual([3, toV3(v1(2), 1)]);
+  });
+
+  it('seeded random states across three versions and retention: every retained seq restores as version 3', async () => {
+    // Generic reshapes of any state: 1 -> 2 wraps it under `v1`, 2 -> 3 adds a count of its keys.
+    const r1 = (s: Record<string, unknown>) => ({ v1: s });
+    const r2 = (s: { v1: Record<string, unknown> }) => ({ ...s, keys: Object.keys(s.v1).length });
+    const schemas: (Schema | undefined)[] = [
+      undefined,
+      { version: 2, migrate: { 1: r1 } },
+      { version: 3, migrate: { 1: r1, 2: r2 } },
+    ];
+    const upcast = (state: any, from: number): unknown => (from === 1 ? r2(r1(state)) : from === 2 ? r2(state) : state);
+    for (let seed = 1; seed <= 12; seed++) {
+      const r = new Rng(seed * 104_729);
+      const store = new MemoryStore();
+      const policy = { baseEvery: 1 + r.int(6), ...(r.chance(0.3) && { spanEvery: 2 + r.int(3) }) };
+      const written = new Map<number, { version: number; state: unknown }>();
+      let state = initialState(r);
+      for (const [i, schema] of schemas.entries()) {
+        const engine = await SnapshotEngine.open<Record<string, unknown>>({
+          store,
+          stream: STREAM,
+          policy,
+          ...(schema && { schema }),
+        });
+        for (let k = 0; k < 2 + r.int(10); k++) {
+          state = evolve(state, r, 'copy');
+          // Each version writes its own shape of the evolving state.
+          const shaped = i === 0 ? state : i === 1 ? r1(state) : r2(r1(state));
+          written.set((await engine.checkpoint(deepCopy(shaped))).seq, { version: i + 1, state: deepCopy(shaped) });
+        }
+        await engine.close();
+      }
+      const keepLast = r.chance(0.5) ? 1 + r.int(12) : undefined;
+      if (keepLast !== undefined) await gc(store, STREAM, { keepLast, minAgeMs: 0 });
+      const retained = await listCheckpoints(store, STREAM);
+      if (keepLast !== undefined) expect(retained.length).toBeGreaterThanOrEqual(Math.min(keepLast, written.size));
+      for (const e of retained) {
+        const r3 = await restore(store, STREAM, { seq: e.seq, schema: schemas[2]! });
+        const { version, state: stored } = written.get(e.seq)!;
+        expect(r3.state, `seed ${seed} seq ${e.seq}`).toEqual(upcast(stored, version));
+      }
+    }
   });
 });
