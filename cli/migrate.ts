@@ -44,9 +44,13 @@ export const MIGRATE: Command = {
     const after = typeof c.flags.after === 'string' ? c.flags.after : undefined;
     const named = c.args.slice(1);
     const bar = progressBar(dry ? 'migrate (dry run)' : 'migrate', 'streams');
-    let last: string | undefined;
+    /** The last stream finished. */
+    let done: string | undefined;
     const interrupted = (): void => {
-      if (last !== undefined) process.stderr.write(`\nstopped: resume with --after ${JSON.stringify(last)}\n`);
+      // Streams are done one at a time, in order: every stream before the one in hand is done.
+      const resume = done === undefined ? '' : ` --after ${JSON.stringify(done)}`;
+      process.stderr.write(`\nstopped: run it again${resume} to resume\n`);
+      process.exit(130);
     };
     process.once('SIGINT', interrupted);
     let report: MigrateReport;
@@ -59,7 +63,7 @@ export const MIGRATE: Command = {
         ...(c.encryption && { encryption: c.encryption }),
         concurrency: 1, // (in order: a stopped run's last stream has every one before it done)
         onProgress: (p) => {
-          last = p.stream;
+          done = p.stream;
           bar.update(p.done, p.total);
         },
       });

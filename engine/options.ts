@@ -75,8 +75,9 @@ export interface EngineOptions {
   /**
    * The schema of the state this code writes and reads (see Schema): every checkpoint records its
    * version; a stream stored in an older version opens upcast through `migrate` (checked before
-   * the engine claims the stream: a migration that throws rejects MIGRATION_FAILED and writes
-   * nothing), its first checkpoint then a base in this version; a stream stored in a newer
+   * the engine claims the stream: a migration that throws rejects MIGRATION_FAILED and no state
+   * changes; see docs/engine.md for the two cases that leave a fence), its first checkpoint then a
+   * base in this version; a stream stored in a newer
    * version opens as stored when its writer declared it readable by this version, else
    * SCHEMA_TOO_NEW. Default: version 1, no migrations.
    */

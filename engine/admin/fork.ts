@@ -87,12 +87,14 @@ export async function forkStream(store: Store, from: string, to: string, options
   const existing = await listLog(guarded, target, options.signal);
   if (existing.slots.length > 0) throw exists();
   const seq = Math.max(1, existing.floor);
+  // ('stored', given by a caller outside TypeScript, is as without a schema: the version stored.)
+  const upcastTo = (options.schema as unknown) === 'stored' ? undefined : options.schema;
   const restored = await restore(store, from, {
     ...(options.seq !== undefined && { seq: options.seq }),
     ...(options.encryption && { encryption: options.encryption }),
     ...(options.signal && { signal: options.signal }),
     ...(options.storeTimeoutMs !== undefined && { storeTimeoutMs: options.storeTimeoutMs }),
-    schema: options.schema ?? 'stored',
+    schema: upcastTo ?? 'stored',
   });
   // The ledger as the fork's engine would carry it: settled tokens past effectRetention dropped.
   const now = Date.now();
@@ -109,8 +111,8 @@ export async function forkStream(store: Store, from: string, to: string, options
   };
   if (restored.meta !== undefined) header.meta = encodeValue(restored.meta);
   // The state as stored, in the version stored (its readable-from, if any, not carried); or upcast, in the schema's.
-  if (options.schema !== undefined)
-    Object.assign(header, schemaFields(resolveSchema(options.schema, 'forkStream') as ResolvedSchema));
+  if (upcastTo !== undefined)
+    Object.assign(header, schemaFields(resolveSchema(upcastTo, 'forkStream') as ResolvedSchema));
   else if (restored.schemaVersion > 1) header.schemaVersion = restored.schemaVersion;
   if (ledger.size > 0) header.ledger = ledgerEntries(ledger);
   const frame = await encodeFrameOffThread('base', header, restored.state, undefined, 1, await keyring?.sealing(to));

@@ -9,6 +9,7 @@
  */
 import type { Store } from '../../storage-adapters/store.js';
 import { assertOptionalFunction, assertOptionalPositiveInt, assertOptions, invalidArgument } from '../args.js';
+import { captureValue } from '../capture/index.js';
 import { SnapshotEngine } from '../engine.js';
 import { StatefoldError } from '../errors.js';
 import type { Encryption } from '../format/keyring.js';
@@ -92,6 +93,8 @@ export async function migrateStreams(store: Store, options: MigrateOptions): Pro
     try {
       if (options.apply !== true) {
         const r = await restore(store, stream, { ...reading, schema: options.schema });
+        // What an apply would start from must be checkpointable (a migration may return what is not).
+        if (r.schemaVersion < schema.version) checkable(r.state, stream, r.seq);
         const status =
           r.schemaVersion === schema.version ? 'current' : r.schemaVersion < schema.version ? 'migrates' : 'newer';
         return { stream, status, from: r.schemaVersion };
@@ -101,6 +104,10 @@ export async function migrateStreams(store: Store, options: MigrateOptions): Pro
       if (newest === undefined) return { stream, status: 'empty' };
       if (newest.damaged) throw newest.error;
       const from = newest.schemaVersion;
+      if (from > schema.version && newest.readableFrom > schema.version) {
+        const message = `stream ${JSON.stringify(stream)} seq ${newest.seq}: stored in schema version ${from}, readable from ${newest.readableFrom}; this code reads up to version ${schema.version}`;
+        return { stream, status: 'failed', from, error: { code: 'SCHEMA_TOO_NEW', seq: newest.seq, message } };
+      }
       if (from >= schema.version) return { stream, status: from === schema.version ? 'current' : 'newer', from };
       // The open upcasts before it claims (MIGRATION_FAILED writes nothing); its first checkpoint is a base.
       const engine = await SnapshotEngine.open({ store, stream, schema: options.schema, ...reading });
@@ -126,4 +133,17 @@ export async function migrateStreams(store: Store, options: MigrateOptions): Pro
   };
   if (streams.length > 0) report.last = streams[streams.length - 1]!;
   return report;
+}
+
+/** MIGRATION_FAILED unless `state` (what the migrations made) could be checkpointed. */
+function checkable(state: unknown, stream: string, seq: number): void {
+  try {
+    captureValue(state, '$');
+  } catch (err) {
+    throw new StatefoldError(
+      'MIGRATION_FAILED',
+      `stream ${JSON.stringify(stream)} seq ${seq}: the migrations returned a state that cannot be checkpointed: ${(err as Error).message}`,
+      { stream, seq, cause: err },
+    );
+  }
 }

@@ -35,11 +35,14 @@ export async function unreadableSeqs(
     try {
       await restoreRange(store, stream, { ...reading, from, to: intact[j]!, schema });
     } catch (err) {
-      if (!failed(err)) throw err;
+      if (err instanceof StatefoldError && (err.code === 'ABORTED' || err.code === 'STORAGE' || err.code === 'TIMEOUT'))
+        throw err;
+      // Seq by seq: the window's failure may be a damaged seq between intact ones (verify reports
+      // damage itself) or a seq the code cannot read.
       for (const seq of intact.slice(i, j + 1)) {
         await restore(store, stream, { ...reading, seq, schema }).catch((e: unknown) => {
-          if (!failed(e)) throw e;
-          out.push({ seq, error: e });
+          if (failed(e)) out.push({ seq, error: e });
+          else if (e instanceof StatefoldError && e.code !== 'CORRUPT' && e.code !== 'NOT_FOUND') throw e;
         });
       }
     }

@@ -21,7 +21,7 @@ import { mapLimit, readFrame, vanished } from '../log/read.js';
 import { opLists, opsOf, spanParts } from '../log/frames.js';
 import { applyOps, PatchMismatch } from '../restore/fold.js';
 import { thaw } from '../capture/index.js';
-import type { Schema } from '../schema.js';
+import { mixedSchema, type Schema } from '../schema.js';
 import { unreadableSeqs } from './verify-schema.js';
 
 /** Options of `verifyStream`. */
@@ -285,6 +285,8 @@ function fold(
     }
     const link = linkError(keys.stream, seq, key, frame, chain.base, { seq: seq - 1, crc: chain.last.crc }, false);
     if (link !== undefined) return link;
+    const mixed = mixedSchema(frame.header, chain.last.header, { stream: keys.stream, seq, key });
+    if (mixed !== undefined) return mixed;
     const raws = opLists(frame, origin);
     const own = raws[raws.length - 1]!;
     // A span delta is checked against the deltas it spans, which restores of later seqs skip.

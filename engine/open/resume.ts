@@ -3,9 +3,9 @@
  * head, its state seeded into the capturer, its effect ledger), the key new checkpoints are sealed
  * with, and whether the first of them must be a base.
  */
-import { createCapturer, type Capturer } from '../capture/index.js';
+import { captureValue, createCapturer, type Capturer } from '../capture/index.js';
 import { EMPTY_LEDGER, type Ledger } from '../effects/ledger.js';
-import { isStatefoldError } from '../errors.js';
+import { isStatefoldError, StatefoldError } from '../errors.js';
 import type { SealingKey } from '../format/keyring.js';
 import type { ResolvedEngineOptions } from '../options.js';
 import { readChain, type ReadChain } from '../restore/read-chain.js';
@@ -19,6 +19,7 @@ import type { CommittedView } from '../log/committed.js';
 import { tailKey } from '../log/listing.js';
 import { readFrame } from '../log/read.js';
 import { assertReadable, storedSchema } from '../schema.js';
+import { thaw } from '../value.js';
 
 export type { Opened, Repair } from './opened.js';
 
@@ -72,7 +73,7 @@ export async function resume(
     if (options.repair) return repair(options, claim, sealing, err);
     throw withRepairHint(err);
   }
-  capturer.seed(chain.restored.state);
+  capturer.seed(upcastChecked(chain, options));
   const { crc, baseSeq, baseBytes, deltaBytes } = chain;
   const head: Head = {
     seq: chain.restored.seq,
@@ -120,5 +121,34 @@ async function checkSchema(options: ResolvedEngineOptions, view: CommittedView):
   const at = { op: 'open', stream: options.keys.stream, seq: newest.seq, key: tailKey(newest) };
   assertReadable(frame.header, options.schema, at);
   if (storedSchema(frame.header).version >= options.schema.version) return;
-  await readChain<unknown>(options.store, view, undefined, options.limits, { schema: options.schema, op: 'open' });
+  try {
+    const chain = await readChain<unknown>(options.store, view, undefined, options.limits, {
+      schema: options.schema,
+      op: 'open',
+    });
+    upcastChecked(chain, options);
+  } catch (err) {
+    // Damage is the claim's and repair's to handle, after the fence, as without a schema.
+    if (isStatefoldError(err, 'CORRUPT') && options.repair) return;
+    throw isStatefoldError(err, 'CORRUPT') ? withRepairHint(err) : err;
+  }
+}
+
+/**
+ * The restored state an engine starts from: when migrations made it, checked as a checkpoint
+ * would check it and copied (a migration may return what cannot be stored, or objects it shares),
+ * a failure being MIGRATION_FAILED with the stream and seq.
+ */
+function upcastChecked(chain: ReadChain<unknown>, options: ResolvedEngineOptions): unknown {
+  const { state, seq } = chain.restored;
+  if (chain.stored.version >= options.schema.version) return state;
+  try {
+    return thaw(captureValue(state, '$'));
+  } catch (err) {
+    throw new StatefoldError(
+      'MIGRATION_FAILED',
+      `open stream ${JSON.stringify(options.keys.stream)} seq ${seq}: the migrations to schema version ${options.schema.version} returned a state that cannot be checkpointed: ${(err as Error).message}`,
+      { stream: options.keys.stream, seq, cause: err },
+    );
+  }
 }

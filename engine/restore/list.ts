@@ -156,6 +156,7 @@ function entry(keys: StreamKeys, slot: Slot, frame: Frame): ListedCheckpoint {
     filler: frame.header.filler === true,
     ...(frame.keyId !== undefined && { keyId: frame.keyId }),
     schemaVersion: frame.header.schemaVersion ?? 1,
+    readableFrom: frame.header.readableFrom ?? frame.header.schemaVersion ?? 1,
     damaged: false,
   };
 }

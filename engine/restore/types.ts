@@ -77,6 +77,8 @@ export interface CheckpointEntry {
   keyId?: string;
   /** The schema version its state was stored in (1 when written without a schema); see Schema. */
   schemaVersion: number;
+  /** The oldest schema version whose code may read it as stored (its schemaVersion unless its writer declared lower). */
+  readableFrom: number;
   /** False: the checkpoint was read and verified (see DamagedCheckpointEntry). */
   damaged: false;
 }

@@ -79,7 +79,7 @@ async function migrateThread(
   const newWrites: Record<string, Record<string, WriteRecord>> = {};
   for (const [i, { id, key, record }] of writes.entries()) {
     const value = await toPlain(serde, out.pendingWrites[i]![2]);
-    (newWrites[id] ??= {})[key] = [record[0], out.pendingWrites[i]![1], value, record[3], record[4]];
+    (newWrites[id] ??= {})[key] = [record[0], record[1], value, record[3], record[4]];
   }
   for (const id of Object.keys(state.writes)) newWrites[id] ??= {};
   return { ...state, cp: state.cp && { ...state.cp, channel_values: values }, writes: newWrites };
@@ -98,6 +98,7 @@ function shapeProblem(out: SaverState, names: string[], writes: WriteRecord[]): 
   if (!Array.isArray(out.pendingWrites) || out.pendingWrites.length !== writes.length)
     return `it returned ${String(out.pendingWrites?.length)} pending writes where there are ${writes.length} (a migration changes their values only)`;
   for (const [i, w] of out.pendingWrites.entries())
-    if (!Array.isArray(w) || w[0] !== writes[i]![0]) return `pending write ${i} is not task ${writes[i]![0]}'s`;
+    if (!Array.isArray(w) || w[0] !== writes[i]![0] || w[1] !== writes[i]![1])
+      return `pending write ${i} is not task ${writes[i]![0]}'s to channel ${writes[i]![1]} (a migration changes its value only)`;
   return undefined;
 }

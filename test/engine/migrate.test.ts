@@ -106,4 +106,22 @@ describe('migrateStreams', () => {
     expect(all.stdout).toMatch(/1 current/);
     expect(all.stdout).toMatch(/2 migrated/);
   }, 60_000);
+
+  it('apply reports a stream too new for the code as failed, as the dry run does', async () => {
+    const store = new MemoryStore();
+    const w = await SnapshotEngine.open({
+      store,
+      stream: 'agents/new',
+      schema: { version: 3, migrate: { 1: (s) => s, 2: (s) => s } },
+    });
+    await w.checkpoint({ n: 1 });
+    await w.close();
+    for (const apply of [false, true]) {
+      const report = await migrateStreams(store, { schema, apply });
+      expect(report.streams[0], `apply ${apply}`).toMatchObject({
+        status: 'failed',
+        error: { code: 'SCHEMA_TOO_NEW' },
+      });
+    }
+  });
 });

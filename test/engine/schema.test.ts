@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { Rng, deepCopy, evolve, initialState } from '../support/random-states.js';
+import { flipByte } from '../support/damage.js';
 import { describe, expect, it } from 'vitest';
 import {
   MemoryStore,
@@ -346,5 +347,41 @@ describe('schema evolution', () => {
         expect(r3.state, `seed ${seed} seq ${e.seq}`).toEqual(upcast(stored, version));
       }
     }
+  });
+
+  it('an upgrade meets damage as an open without one does: repair, or CORRUPT with its hint', async () => {
+    const store = new MemoryStore();
+    const w = await SnapshotEngine.open({ store, stream: STREAM, policy: { baseEvery: 3, maxDeltaRatio: Infinity } });
+    for (let k = 1; k <= 5; k++) await w.checkpoint(v1(k));
+    await w.close();
+    // Seq 4, the newest chain's base, is damaged.
+    const key = (await store.list('')).filter((k) => k.includes('/log/0000000000000004')).at(-1)!;
+    await flipByte(store, key);
+    await expect(SnapshotEngine.open({ store, stream: STREAM, schema: V3_SCHEMA })).rejects.toMatchObject({
+      code: 'CORRUPT',
+      message: expect.stringMatching(/repair/),
+    });
+    const repaired = await SnapshotEngine.open<V3>({ store, stream: STREAM, schema: V3_SCHEMA, repair: true });
+    expect(repaired.state).toEqual(toV3(v1(3), 1));
+    await repaired.close();
+    // verify with the schema reports the damage and reads the rest, rather than rejecting.
+    const report = await verifyStream(store, STREAM, { schema: V3_SCHEMA });
+    expect(report.damaged.map((d) => d.seq)).toEqual([4, 5]);
+    expect(report.unreadable).toEqual([]);
+  });
+
+  it('a migration that returns what cannot be checkpointed fails the open, before the claim', async () => {
+    const store = new MemoryStore();
+    const w = await SnapshotEngine.open({ store, stream: STREAM });
+    await w.checkpoint(v1(1));
+    await w.close();
+    const before = await snapshot(store);
+    const bad: Schema = { version: 2, migrate: { 1: (s: V1) => ({ ...s, run: () => 'a function' }) } };
+    await expect(SnapshotEngine.open({ store, stream: STREAM, schema: bad })).rejects.toMatchObject({
+      code: 'MIGRATION_FAILED',
+      seq: 1,
+      message: expect.stringMatching(/cannot be checkpointed/),
+    });
+    expect(await snapshot(store)).toEqual(before);
   });
 });

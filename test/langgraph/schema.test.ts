@@ -86,9 +86,13 @@ describe('StatefoldSaver schema', () => {
         },
       },
     };
-    for (const schema of [renames, throws]) {
+    const moves: SaverSchema = {
+      version: 2,
+      migrate: { 1: (s) => ({ ...s, pendingWrites: s.pendingWrites.map(([t, , v]) => [t, 'n', v]) }) },
+    };
+    for (const schema of [renames, throws, moves]) {
       const saver = new StatefoldSaver({ store, schema });
-      await expect(saver.getTuple(cfg('t', ids[1]!))).rejects.toMatchObject({ code: 'MIGRATION_FAILED' });
+      await expect(saver.getTuple(cfg('t'))).rejects.toMatchObject({ code: 'MIGRATION_FAILED' });
       await expect(saver.putWrites(cfg('t', ids[2]!), [['n', 1]], 'task-3')).rejects.toMatchObject({
         code: 'MIGRATION_FAILED',
       });
