@@ -71,22 +71,26 @@ export async function newestView(
   keys: StreamKeys,
   limits: FrameReading,
   signal?: AbortSignal,
-  /** true: every frame of the hinted listing; 'deltas': on a store that scans, those after the base; false: none. */
-  readAhead: boolean | 'deltas' = true,
+  /**
+   * true: every frame of the hinted listing, requested at once; 'scan': on a store that scans, the
+   * frames' bytes with their keys (none requested); false: keys only.
+   */
+  readAhead: boolean | 'scan' = true,
 ): Promise<CommittedView> {
   const hinted = await readHint(store, keys, signal);
   if (hinted !== undefined) {
     const hint = hinted.seq;
     // (A store that scans gives the frames with their keys, for a caller that reads them all: not
     // with span deltas, whose restore reads only the span path. A caller that reads the newest
-    // entries gets the deltas', which are small, and not the base's.)
+    // entries gets the base's bytes too: when the base is the newest checkpoint, its frame tells
+    // that it is committed, and a get after the listing would be one dependent round more.)
     const log = await listLog(
       store,
       keys,
       signal,
       hint,
       undefined,
-      hinted.span !== undefined ? undefined : readAhead === true ? hint : readAhead === 'deltas' ? hint + 1 : undefined,
+      hinted.span !== undefined ? undefined : readAhead !== false ? hint : undefined,
     );
     // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
     // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole

@@ -63,7 +63,7 @@ async function listFrom(
 ): Promise<ListedCheckpoint[]> {
   let view: CommittedView;
   try {
-    view = await newestView(store, keys, limits, options.signal, options.reverse === true ? 'deltas' : false);
+    view = await newestView(store, keys, limits, options.signal, options.reverse === true ? 'scan' : false);
   } catch (err) {
     if (isStatefoldError(err, 'CORRUPT')) return listWhole(store, keys, limits, options);
     throw err;

@@ -83,6 +83,35 @@ describe('StatefoldSaver reads from a new saver', () => {
     },
   );
 
+  it('takes as many rounds wherever the newest base lies: the newest checkpoint a base, or a delta', async () => {
+    // A graph's base placement depends on byte sizes; here every place is taken in turn. Each step's
+    // writes are committed with the next checkpoint, as LangGraph does.
+    for (const scans of [true, false])
+      for (const n of [8, 9, 10, 11]) {
+        const ids = Array.from({ length: n }, (_, i) => uuid6(i));
+        const counted = roundStore(new MemoryStore(), scans);
+        const writer = new StatefoldSaver({ store: counted.store, policy: { baseEvery: 4 } });
+        let config = cfg('t') as Record<string, any>;
+        for (const [step, id] of ids.entries()) {
+          const writes = step > 0 ? writer.putWrites(config, [['w', step]], 'task') : undefined;
+          config = await writer.put(
+            config,
+            checkpointOf(id, step, [`m${step}`]),
+            { source: 'loop', step, parents: {} },
+            {},
+          );
+          await writes;
+        }
+        await writer.close();
+        for (let back = 1; back < n; back++) {
+          counted.reset();
+          const tuple = await new StatefoldSaver({ store: counted.store }).getTuple(cfg('t', ids[n - 1 - back]));
+          expect(tuple?.checkpoint.id).toBe(ids[n - 1 - back]);
+          expect(counted.rounds, `scan: ${scans}, ${n} checkpoints, ${back} back`).toBe(scans ? 2 : 3);
+        }
+      }
+  });
+
   it('finds checkpoints whose ids the index cannot hold (not printable ASCII, over 90 characters)', async () => {
     const ids = Array.from({ length: 30 }, (_, i) => {
       const n = i.toString().padStart(3, '0');
