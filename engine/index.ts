@@ -35,6 +35,8 @@ export { listStreams } from './admin/streams.js';
 export { forkStream } from './admin/fork.js';
 export { deleteStream } from './admin/delete.js';
 export { migrateStreams } from './admin/migrate.js';
+export { sizeReport } from './admin/size-report.js';
+export type { SizeReport, SizeReportOptions, PathReport, RepeatedValue, StepGrowth } from './admin/size-report.js';
 export type { MigrateOptions, MigrateReport, MigratedStream } from './admin/migrate.js';
 export type { Repair } from './open/resume.js';
 export type { DeleteStreamOptions, DeleteReport } from './admin/delete.js';
