@@ -41,7 +41,7 @@ export interface Command {
   run(c: Context): Promise<number>;
 }
 
-const print = (c: Context, human: () => string, data: unknown): void =>
+export const print = (c: Context, human: () => string, data: unknown): void =>
   c.out(c.json ? JSON.stringify(toJson(data)) : human());
 
 function arg(c: Context, i: number, name: string): string {
@@ -60,7 +60,7 @@ function wholeNumber(what: string, text: string, min: 0 | 1): number {
 }
 
 /** The whole number given to `--name` (at least `min`: 1 for a seq or a count), or undefined. */
-function numberFlag(c: Context, name: string, min: 0 | 1 = 1): number | undefined {
+export function numberFlag(c: Context, name: string, min: 0 | 1 = 1): number | undefined {
   const v = c.flags[name];
   return v === undefined ? undefined : wholeNumber(`--${name}`, String(v), min);
 }
@@ -81,13 +81,13 @@ const noStream = (c: Context, stream: string): StatefoldError =>
   new StatefoldError('NOT_FOUND', `no stream ${JSON.stringify(stream)} in ${c.storeName}`, { stream });
 
 /** The stream argument of a command that reads or trims its history; NOT_FOUND when the store holds nothing of it. */
-async function existingStream(c: Context): Promise<string> {
+export async function existingStream(c: Context): Promise<string> {
   const stream = arg(c, 1, 'stream');
   if (!(await streamExists(c, stream))) throw noStream(c, stream);
   return stream;
 }
 
-const enc = (c: Context): { encryption?: Encryption } => (c.encryption ? { encryption: c.encryption } : {});
+export const enc = (c: Context): { encryption?: Encryption } => (c.encryption ? { encryption: c.encryption } : {});
 
 export const COMMANDS: Record<string, Command> = {
   ls: {

@@ -8,8 +8,9 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isStatefoldError } from '../engine/index.js';
 import { COMMANDS as BASIC, keysFrom, type Command, type Context } from './commands.js';
 import { MIGRATE } from './migrate.js';
+import { DU } from './du.js';
 
-const COMMANDS: Record<string, Command> = { ...BASIC, migrate: MIGRATE };
+const COMMANDS: Record<string, Command> = { ...BASIC, du: DU, migrate: MIGRATE };
 import { openStore, storeFailure, UsageError } from './store.js';
 
 const GLOBAL = `
@@ -55,13 +56,14 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   apply: { type: 'boolean' },
   after: { type: 'string' },
+  last: { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** The options every command takes (see GLOBAL); each command names its own. */
 const FOR_EVERY_COMMAND = new Set(['json', 'help', 'key', 'current', 'endpoint', 'region']);
 
 /** Options whose value is a number: there `-3` is a (negative, so refused) number, not an option. */
-const NUMERIC = new Set(['seq', 'limit', 'before', 'keep-last', 'keep-for-ms', 'min-age-ms']);
+const NUMERIC = new Set(['seq', 'limit', 'before', 'keep-last', 'keep-for-ms', 'min-age-ms', 'last']);
 
 /**
  * Why the options of `tokens` cannot be run as given, or undefined: an unknown option, one that is
