@@ -36,6 +36,8 @@ export type ErrorCode =
   | 'EFFECT_PENDING'
   /** An effect token's recorded outcome is a failure; the effect is not run again. */
   | 'EFFECT_FAILED'
+  /** A checkpoint went over `policy.budget` with `onExceed: 'reject'`: nothing was written (the message names the paths that grew). */
+  | 'BUDGET_EXCEEDED'
   /**
    * A checkpoint was written in a schema version newer than the reading code's (`schema.version`),
    * and its writer did not declare it readable by that version (`readableFrom`): the fix is to

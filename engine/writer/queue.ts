@@ -19,6 +19,7 @@ import { opsVersion } from '../format/ops.js';
 import type { StreamKeys } from '../log/keys.js';
 import type { ResolvedPolicy } from '../policy.js';
 import { applyOps } from '../restore/fold.js';
+import { BudgetCheck } from './budget.js';
 import type { Committer } from './commit.js';
 import type { Head } from './head.js';
 
@@ -96,10 +97,13 @@ export class CommitQueue {
   readonly #tasks: Task[] = [];
   #draining: Promise<void> | undefined;
   #fenced: StatefoldError | undefined;
+  readonly #budget: BudgetCheck | undefined;
 
   constructor(options: CommitQueueOptions) {
     const { head, nextKey, needBase, ...rest } = options;
     this.#o = rest;
+    const budget = rest.policy.budget;
+    this.#budget = budget && new BudgetCheck(budget, rest.keys.stream);
     this.#head = head;
     this.#nextKey = nextKey;
     this.#needBase = needBase;
@@ -150,6 +154,7 @@ export class CommitQueue {
   async #drain(): Promise<void> {
     while (this.#tasks.length > 0) {
       const task = this.#tasks[0]!;
+      this.#budget?.observe(task.capture.ops);
       try {
         if (this.#fenced) throw this.#fenced;
         task.resolve(await this.#checkpoint(task));
@@ -169,6 +174,8 @@ export class CommitQueue {
     for (;;) {
       const plan = this.#plan();
       const { kind, frame, ops } = await this.#encode(task, plan);
+      // Over a budget: BUDGET_EXCEEDED before anything is written ('reject'), or a warning.
+      this.#budget?.check(plan.seq, task.capture.state, task.capture.ops, frame.byteLength);
       const key = this.#nextKey;
       const outcome = await this.#o.committer.commit(key, plan.seq, frame);
       if (outcome === 'ours') return this.#committed(task, plan, key, kind, frame, ops);

@@ -1,0 +1,84 @@
+/**
+ * Budgets (policy.budget): a ceiling on the state's size and on one checkpoint's stored bytes,
+ * checked as each checkpoint is encoded, before anything is written. Over it, `reject` fails that
+ * checkpoint (BUDGET_EXCEEDED: nothing is written, the next commit is a base) and `warn` tells
+ * `onWarning` (default: process.emitWarning) once, until the size is back under.
+ *
+ * The state is not sized at every checkpoint: an upper bound (the last size measured plus every
+ * byte the operations since added) is kept, and the state is walked (format/sizes.ts) only when
+ * the bound passes the ceiling, so a state well under it costs the operations' sizes alone.
+ */
+import { StatefoldError } from '../errors.js';
+import { OP_REMOVE, type Op } from '../format/ops.js';
+import { sizeOf, walkSizes, type PathSize } from '../format/sizes.js';
+
+export type { BudgetExceeded };
+import type { BudgetExceeded, ResolvedBudget } from '../policy.js';
+
+/** Per-op slack beyond the value and its pointer (which holds the key added): a string or container header growing (a map of 15 keys taking a 16th). */
+const SLACK = 8;
+
+export class BudgetCheck {
+  /** An upper bound on the state's size as of the last capture seen, or undefined when unknown. */
+  #bound: number | undefined;
+  /** Over a ceiling at the last check (warn: said once until back under). */
+  #over = { maxStateBytes: false, maxCheckpointBytes: false };
+
+  constructor(
+    private readonly budget: ResolvedBudget,
+    private readonly stream: string,
+  ) {}
+
+  /** Moves the bound past a capture (every capture, in order, whether it commits or not). */
+  observe(ops: readonly Op[]): void {
+    if (this.budget.maxStateBytes === Infinity || this.#bound === undefined) return;
+    for (const op of ops) if (op[0] !== OP_REMOVE) this.#bound += sizeOf(op[2]) + Buffer.byteLength(op[1]) + SLACK;
+  }
+
+  /**
+   * Checks a capture about to be written as `frameBytes` at `seq`: throws BUDGET_EXCEEDED
+   * (`reject`) or warns (`warn`) when over a ceiling.
+   */
+  check(seq: number, state: unknown, ops: readonly Op[], frameBytes: number): void {
+    const { maxStateBytes, maxCheckpointBytes } = this.budget;
+    if (maxStateBytes !== Infinity && (this.#bound === undefined || this.#bound > maxStateBytes)) {
+      const walked = walkSizes(state, { top: 3, repeatMin: Infinity });
+      this.#bound = walked.bytes;
+      this.#judge('maxStateBytes', seq, walked.bytes, maxStateBytes, ops, walked.top);
+    }
+    if (maxCheckpointBytes !== Infinity)
+      this.#judge('maxCheckpointBytes', seq, frameBytes, maxCheckpointBytes, ops, []);
+  }
+
+  #judge(
+    limit: BudgetExceeded['limit'],
+    seq: number,
+    bytes: number,
+    max: number,
+    ops: readonly Op[],
+    largest: PathSize[],
+  ): void {
+    const over = bytes > max;
+    const was = this.#over[limit];
+    this.#over[limit] = over;
+    if (!over || (this.budget.onExceed === 'warn' && was)) return;
+    const grew = ops
+      .filter((op) => op[0] !== OP_REMOVE)
+      .map((op) => ({ path: op[1], bytes: sizeOf(op[2]) }))
+      .sort((a, b) => b.bytes - a.bytes)
+      .slice(0, 3);
+    const list = (paths: PathSize[]) =>
+      paths.map((p) => `${p.path === '' ? '(the root)' : p.path} (${p.bytes} B)`).join(', ');
+    const what = limit === 'maxStateBytes' ? 'the state' : 'the checkpoint';
+    const message =
+      `stream ${JSON.stringify(this.stream)} seq ${seq}: ${what} is ${bytes} bytes, over policy.budget.${limit} ${max}` +
+      `${grew.length > 0 ? `; grew most since the previous checkpoint: ${list(grew)}` : ''}` +
+      `${largest.length > 0 ? `; largest: ${list(largest)}` : ''}`;
+    const exceeded: BudgetExceeded = { stream: this.stream, seq, limit, bytes, max, grew, largest, message };
+    if (this.budget.onExceed === 'reject') {
+      this.#over[limit] = false; // (nothing was written: the next checkpoint is judged afresh)
+      throw new StatefoldError('BUDGET_EXCEEDED', `checkpoint ${message}`, { stream: this.stream, seq });
+    }
+    this.budget.onWarning(exceeded);
+  }
+}
