@@ -14,6 +14,8 @@ export type { RestoreRangeOptions } from './restore/range.js';
 export { findIndexed } from './restore/indexed.js';
 export type { FindIndexedOptions, IndexedFind, IndexedEntry } from './restore/indexed.js';
 export { readCheckpointMeta } from './restore/meta.js';
+export { newestCheckpoint } from './restore/newest.js';
+export type { NewestCheckpoint } from './restore/newest.js';
 export type { ReadMetaOptions } from './restore/meta.js';
 export type {
   RestoreOptions,

@@ -25,7 +25,7 @@ import { floorAbove } from '../log/floor.js';
 import { mapLimit, readFrame, relistOnVanish, vanished, vanishedError } from '../log/read.js';
 import { applyLedger, checkpointKind } from '../log/frames.js';
 import { resolveSchema } from '../schema.js';
-import type { ListCheckpointsOptions, ListedCheckpoint } from './types.js';
+import type { CheckpointEntry, ListCheckpointsOptions, ListedCheckpoint } from './types.js';
 
 /**
  * Lists the retained committed checkpoints of a stream (empty for an unknown stream), oldest first
@@ -141,7 +141,8 @@ async function listWhole(
   });
 }
 
-function entry(keys: StreamKeys, slot: Slot, frame: Frame): ListedCheckpoint {
+/** The entry of a committed checkpoint's frame (CORRUPT for a fence there). */
+export function entry(keys: StreamKeys, slot: Slot, frame: Frame): CheckpointEntry {
   const key = tailKey(slot);
   const seq = slot.seq;
   return {

@@ -11,6 +11,8 @@ import {
   type ListCheckpointsOptions,
   type Schema,
   type Store,
+  newestCheckpoint,
+  type Restored,
 } from '../../engine/index.js';
 import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
 
@@ -18,6 +20,8 @@ import { threadMeta, type ThreadMeta, type ThreadState } from './codec.js';
 export interface Entry {
   seq: number;
   meta: ThreadMeta;
+  /** The newest seq read from the store: its state, from what that read brought (no round more on a store that scans). */
+  restore?: () => Promise<Restored<ThreadState>>;
 }
 
 /**
@@ -90,9 +94,10 @@ export class ThreadLocator {
     return { seq: entry.seq, meta: threadMeta(entry.meta, this.stream, entry.seq) };
   }
 
-  /** The newest committed seq and its meta, from the store (another replica may have written since). */
+  /** The newest committed seq and its meta, from the store (another replica may have written since), with a restore of it. */
   async newest(): Promise<Entry | undefined> {
-    return (await this.page(undefined, 1))[0];
+    const found = await newestCheckpoint<ThreadState>(this.store, this.stream, this.reading);
+    return found && { ...this.entryOf(found.entry), restore: found.restore };
   }
 
   /** The meta at committed `seq` (one store read), or undefined. */

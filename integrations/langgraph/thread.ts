@@ -227,17 +227,22 @@ export class Thread extends ThreadLocator {
 
   /**
    * The newest committed seq with its state: this process's engine's when nothing was committed
-   * since (one look at the store's newest seq), else restored from the store in one call.
+   * since (one look at the store's newest seq), else restored from the store: from what that look
+   * read, or in one call.
    */
   async latest(): Promise<Head | undefined> {
     const engine = this.#engine;
     const state = engine?.state;
+    let newest: Entry | undefined;
     if (engine !== undefined && state !== undefined && !engine.fenced && engine.pending === 0) {
-      const newest = await this.newest();
-      if (newest === undefined || newest.seq === engine.seq) return newest && { ...newest, state };
+      newest = await this.newest();
+      if (newest === undefined || newest.seq === engine.seq)
+        return newest && { seq: newest.seq, meta: newest.meta, state };
     }
     try {
-      const restored = await restore<ThreadState>(this.engineOptions.store, this.stream, this.reading);
+      const restored = newest?.restore
+        ? await newest.restore()
+        : await restore<ThreadState>(this.engineOptions.store, this.stream, this.reading);
       return { seq: restored.seq, state: restored.state, meta: threadMeta(restored.meta, this.stream, restored.seq) };
     } catch (err) {
       if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
@@ -256,19 +261,22 @@ export class Thread extends ThreadLocator {
   }
 
   /** The state at `seq` with the meta stored with it (as given, not checked), as stateAt reads them. */
-  async #at(seq: number): Promise<{ state: ThreadState; meta: unknown }> {
+  async #at(seq: number, newest?: Entry): Promise<{ state: ThreadState; meta: unknown }> {
     const engine = this.#engine;
     if (engine !== undefined && !engine.fenced && engine.seq === seq && engine.pending === 0) {
       const state = engine.state;
       if (state !== undefined) return { state, meta: engine.meta };
     }
-    const restored = await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
+    const restored =
+      newest?.seq === seq && newest.restore !== undefined
+        ? await newest.restore()
+        : await restore<ThreadState>(this.store, this.stream, { ...this.reading, seq });
     return { state: restored.state, meta: restored.meta };
   }
 
-  async #keptAt(seq: number): Promise<{ state: ThreadState; meta: unknown } | undefined> {
+  async #keptAt(seq: number, newest?: Entry): Promise<{ state: ThreadState; meta: unknown } | undefined> {
     try {
-      return await this.#at(seq);
+      return await this.#at(seq, newest);
     } catch (err) {
       if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
       throw err;
@@ -289,7 +297,7 @@ export class Thread extends ThreadLocator {
     newest?: Entry,
   ): Promise<{ state: ThreadState; meta: ThreadMeta } | undefined> {
     if (newest?.seq === seq || (newest?.seq === seq + 1 && !carries(newest, id)))
-      return checkpointOf(this.stream, id, seq, known, await this.#keptAt(seq), undefined);
+      return checkpointOf(this.stream, id, seq, known, await this.#keptAt(seq, newest), undefined);
     const run = await restoreRun(this.store, this.stream, this.reading, seq, seq + 1);
     return checkpointOf(this.stream, id, seq, known, run.get(seq), run.get(seq + 1));
   }
