@@ -49,7 +49,11 @@ try {
     shared,
   );
   process.stdout.write(
-    `${JSON.stringify({ ...result, ...(args.ioThreads !== undefined && { ioThreads: args.ioThreads }) })}\n`,
+    `${JSON.stringify({
+      ...result,
+      ...(args.ioThreads !== undefined && { ioThreads: args.ioThreads }),
+      ...(args.semiSpaceMb !== undefined && { semiSpaceMb: args.semiSpaceMb }),
+    })}\n`,
   );
 } finally {
   await kind.cleanup();

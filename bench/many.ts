@@ -58,6 +58,8 @@ export interface ManyResult {
   backlog: number;
   /** FileStore: its `ioThreads` (undefined: the default). */
   ioThreads?: number;
+  /** V8's young generation, as `node --max-semi-space-size` set it for the run (undefined: Node's default). */
+  semiSpaceMb?: number;
   /**
    * What the store commits alone in this process (storeAlone): before the engines open, and again
    * after they were closed and re-opened. On a shared VM the rate fsync allows swings within
@@ -331,6 +333,8 @@ export interface ManyArgs {
   seed: number;
   /** FileStore `ioThreads` (undefined: the default). */
   ioThreads?: number;
+  /** `node --max-semi-space-size` for the run's process, in MB (undefined: Node's default). */
+  semiSpaceMb?: number;
   /** How long the store alone is measured before the engines open; 0: not measured. */
   aloneMs: number;
   /** PostgresStore: the server (connection string) and the table. */
@@ -355,6 +359,7 @@ export function spawnManyChild(args: ManyArgs, stdin: 'ignore' | 'pipe'): ChildP
     process.execPath,
     [
       '--expose-gc',
+      ...(args.semiSpaceMb === undefined ? [] : [`--max-semi-space-size=${args.semiSpaceMb}`]),
       // tsx from the bench's own node_modules: the child's working directory may be anywhere.
       '--import',
       import.meta.resolve('tsx'),

@@ -22,7 +22,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
   out.push('## Many streams in one process');
   out.push('');
   out.push(
-    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${all[0] === undefined ? 'one size' : bytes(all[0].size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream after a full collection (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end of the window; re-opening all N streams afterwards, 64 at a time, through a new instance of the store as a restarted process would (a new FileStore on the same directory; the memory store's objects live only in its one instance). The file store fsyncs every object and its directory; its runs measure the store alone in the same process, before any engine opens and again after the re-open: frame-sized creates on 1,024 directories made beforehand (as the streams' are), 256 in flight (what fsync allows here, and the CPU each create costs). What fsync allows on this shared VM swings within minutes, so a run's commits are compared with the mean of the two. The agents' steps do only their state changes: the byte counts other sections keep are not computed here. Unless marked, FileStore runs use its default \`ioThreads\` (16). The SQLite runs use one SqliteStore (statefold/sqlite, synchronous=FULL: the WAL fsynced at each transaction), whose writer thread puts every write that arrives together into one transaction; its store-alone runs are measured the same way as the file store's. The PostgreSQL run (below) splits its streams over two processes on one table.`,
+    `N engines in one process, each on its own stream of one shared store, each agent taking a step of the coding workload (states of ${all[0] === undefined ? 'one size' : bytes(all[0].size)} of real text, ~1% changed per step) and a checkpoint every 2 s, the schedules spread evenly over the interval: N / 2 checkpoints per second in all, none awaited before the next is due. After a warm-up, over the window: checkpoints called per second, and commits that resolved per second (whenever called); the backlog (called, warm-up included, and not yet settled) when the window ended, and how fast it drained while every engine was closed (for a store that falls behind, about the most it commits per second); lateness of each call against its schedule (p50 / p99, and its median in the first and the last fifth of the window: a growing backlog shows as the second far above the first); commit latency (call to resolved promise); event-loop delay (perf_hooks); this process's CPU (all threads) per checkpoint and the share of it in the agents' own steps; heap per stream after a full collection (the agents' own states left out) just after opening, when each engine has taken its first checkpoint, and at the end of the window; re-opening all N streams afterwards, 64 at a time, through a new instance of the store as a restarted process would (a new FileStore on the same directory; the memory store's objects live only in its one instance). The file store fsyncs every object and its directory; its runs measure the store alone in the same process, before any engine opens and again after the re-open: frame-sized creates on 1,024 directories made beforehand (as the streams' are), 256 in flight (what fsync allows here, and the CPU each create costs). What fsync allows on this shared VM swings within minutes, so a run's commits are compared with the mean of the two. The agents' steps do only their state changes: the byte counts other sections keep are not computed here. Unless marked, FileStore runs use its default \`ioThreads\` (16). The SQLite runs use one SqliteStore (statefold/sqlite, synchronous=FULL: the WAL fsynced at each transaction), whose writer thread puts every write that arrives together into one transaction; its store-alone runs are measured the same way as the file store's. Runs marked \`--max-semi-space-size\` give the process a larger young generation (V8's default is 16 MB here): a checkpoint's garbage (the capture's copies, the encoding, the store call) is collected there, and with 10,000 engines' states in the old generation each scavenge costs milliseconds, so with Node's default the main thread spends about a fifth of its time on them; see docs/operations.md, production settings. The PostgreSQL run (below) splits its streams over two processes on one table.`,
   );
   out.push('');
   const verdicts: string[][] = [];
@@ -45,7 +45,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
   }
   for (const r of results.filter((x) => x.store === 'sqlite')) {
     verdicts.push([
-      `${int(r.streams)} streams × ${bytes(r.size)} at a 2 s interval hold ${int(r.targetRate)} checkpoints/s on one SqliteStore, lateness flat over the window`,
+      `${int(r.streams)} streams × ${bytes(r.size)} at a 2 s interval hold ${int(r.targetRate)} checkpoints/s on one SqliteStore, lateness flat over the window (${r.semiSpaceMb === undefined ? "Node's default heap settings" : `\`node --max-semi-space-size=${r.semiSpaceMb}\``})`,
       `${int(r.committed / r.seconds)} commits/s, backlog ${int(r.backlog)} at the end; lateness p50 ${ms(r.latenessFirst)} ms in the first fifth, ${ms(r.latenessLast)} ms in the last`,
       holds(r) ? 'yes' : '**no**',
     ]);
@@ -59,7 +59,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
   }
   for (const r of results.filter((x) => x.streams === biggest && x.ioThreads === undefined)) {
     verdicts.push([
-      `re-open of ${int(r.streams)} streams in seconds (${r.store}, ${r.mode})`,
+      `re-open of ${int(r.streams)} streams in seconds (${label(r)}, ${r.mode})`,
       `${ms(r.reopenSeconds * 1000)} ms`,
       r.reopenSeconds <= 10 ? 'yes' : '**no**',
     ]);
@@ -83,7 +83,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
           'holds',
         ],
         results.map((r) => [
-          r.ioThreads === undefined ? r.store : `${r.store}, ioThreads ${r.ioThreads}`,
+          label(r),
           r.alone ? aloneText(r) : '–',
           r.mode,
           int(r.streams),
@@ -116,7 +116,7 @@ export function manySection(all: ManyResult[], skipped?: string): string[] {
         alone.map((r) => {
           const runs = aloneRuns(r);
           return [
-            r.ioThreads === undefined ? r.store : `${r.store}, ioThreads ${r.ioThreads}`,
+            label(r),
             `${int(r.streams)} streams`,
             runs.map((a) => int(a.rate)).join(' → '),
             runs.map((a) => int(a.cpuUsPerCreate)).join(' → '),
@@ -225,4 +225,12 @@ function aloneRate(r: ManyResult): number {
 function aloneText(r: ManyResult, unit = ''): string {
   const runs = aloneRuns(r);
   return `${runs.map((a) => int(a.rate)).join(' → ')}${unit && '/s'} (${runs.map((a) => int(a.cpuUsPerCreate)).join(' → ')}${unit})`;
+}
+
+/** A run's store as its rows name it: with its FileStore ioThreads or its young generation, when set. */
+function label(r: ManyResult): string {
+  const parts: string[] = [r.store];
+  if (r.ioThreads !== undefined) parts.push(`ioThreads ${r.ioThreads}`);
+  if (r.semiSpaceMb !== undefined) parts.push(`--max-semi-space-size=${r.semiSpaceMb}`);
+  return parts.join(', ');
 }
