@@ -25,7 +25,8 @@ export type {
   ListedCheckpoint,
   ListCheckpointsOptions,
 } from './restore/index.js';
-export type { Policy, ResolvedPolicy } from './policy.js';
+export type { Policy, ResolvedPolicy, Budget, ResolvedBudget, BudgetExceeded } from './policy.js';
+export type { PathSize } from './format/sizes.js';
 export type { Schema } from './schema.js';
 export type { FrameLimits } from './format/frame.js';
 export type { Encryption, KeyProvider } from './format/keyring.js';

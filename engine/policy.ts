@@ -83,10 +83,8 @@ export interface ResolvedBudget {
   onWarning: (exceeded: BudgetExceeded) => void;
 }
 
-type NumericKey = Exclude<keyof Policy, 'budget'>;
-
 /** A policy with every default filled in. */
-export type ResolvedPolicy = Required<Pick<Policy, NumericKey>> & { budget: ResolvedBudget | undefined };
+export type ResolvedPolicy = Required<Omit<Policy, 'budget'>> & { budget: ResolvedBudget | undefined };
 
 /** The defaults, as documented in the README. */
 export const DEFAULT_POLICY: ResolvedPolicy = Object.freeze({
@@ -105,7 +103,7 @@ export function resolvePolicy(policy: Policy | undefined): ResolvedPolicy {
   if (policy === null || typeof policy !== 'object' || Array.isArray(policy))
     throw new StatefoldError('INVALID_ARGUMENT', `policy: must be an object, not ${describeValue(policy)}`);
   const out = { ...DEFAULT_POLICY };
-  const positive = (name: NumericKey, integer: boolean, allowInfinity: boolean): void => {
+  const positive = (name: Exclude<keyof Policy, 'budget'>, integer: boolean, allowInfinity: boolean): void => {
     const v = policy[name];
     if (v === undefined) return;
     const ok =

@@ -9,7 +9,7 @@
  * the bound passes the ceiling, so a state well under it costs the operations' sizes alone.
  */
 import { StatefoldError } from '../errors.js';
-import { OP_REMOVE, type Op } from '../format/ops.js';
+import { OP_APPEND, OP_REMOVE, type Op } from '../format/ops.js';
 import { sizeOf, walkSizes, type PathSize } from '../format/sizes.js';
 
 export type { BudgetExceeded };
@@ -31,21 +31,27 @@ export class BudgetCheck {
 
   /** Moves the bound past a capture (every capture, in order, whether it commits or not). */
   observe(ops: readonly Op[]): void {
-    if (this.budget.maxStateBytes === Infinity || this.#bound === undefined) return;
-    for (const op of ops) if (op[0] !== OP_REMOVE) this.#bound += sizeOf(op[2]) + Buffer.byteLength(op[1]) + SLACK;
+    if (this.budget.maxStateBytes === Infinity) return;
+    for (const op of ops) {
+      if (this.#bound === undefined) return;
+      if (op[0] === OP_REMOVE) continue;
+      const grows = growthBound(op);
+      this.#bound = grows === undefined ? undefined : this.#bound + grows;
+    }
   }
 
-  /**
-   * Checks a capture about to be written as `frameBytes` at `seq`: throws BUDGET_EXCEEDED
-   * (`reject`) or warns (`warn`) when over a ceiling.
-   */
-  check(seq: number, state: unknown, ops: readonly Op[], frameBytes: number): void {
-    const { maxStateBytes, maxCheckpointBytes } = this.budget;
-    if (maxStateBytes !== Infinity && (this.#bound === undefined || this.#bound > maxStateBytes)) {
-      const walked = walkSizes(state, { top: 3, repeatMin: Infinity });
-      this.#bound = walked.bytes;
-      this.#judge('maxStateBytes', seq, walked.bytes, maxStateBytes, ops, walked.top);
-    }
+  /** Checks the state of a capture about to be encoded for `seq`: BUDGET_EXCEEDED (`reject`) or a warning when over `maxStateBytes`. */
+  checkState(seq: number, state: unknown, ops: readonly Op[]): void {
+    const { maxStateBytes } = this.budget;
+    if (maxStateBytes === Infinity || (this.#bound !== undefined && this.#bound <= maxStateBytes)) return;
+    const walked = walkSizes(state, { top: 3, repeatMin: Infinity });
+    this.#bound = walked.bytes;
+    this.#judge('maxStateBytes', seq, walked.bytes, maxStateBytes, ops, walked.top);
+  }
+
+  /** Checks the object a capture was encoded as: BUDGET_EXCEEDED (`reject`) or a warning when over `maxCheckpointBytes`. */
+  checkObject(seq: number, ops: readonly Op[], frameBytes: number): void {
+    const { maxCheckpointBytes } = this.budget;
     if (maxCheckpointBytes !== Infinity)
       this.#judge('maxCheckpointBytes', seq, frameBytes, maxCheckpointBytes, ops, []);
   }
@@ -81,4 +87,29 @@ export class BudgetCheck {
     }
     this.budget.onWarning(exceeded);
   }
+}
+
+/**
+ * At most how many bytes `op` (an add, replace or append) can add to the state's stored size, or
+ * undefined when it can change how something already there is stored (then the state is walked):
+ * a string made or unmade well-formed is stored as UTF-16 or UTF-8 (values.ts), and an object
+ * taking a `__proto__` key or one with a lone surrogate is stored as entries, a byte more per key.
+ */
+function growthBound(op: Op): number | undefined {
+  const pointer = op[1];
+  const value = op[2];
+  if (op[0] === OP_APPEND) {
+    if (typeof value !== 'string' || !value.isWellFormed() || startsLow(value)) return undefined;
+    // (The string may already be stored as UTF-16: 2 bytes a code unit, where UTF-8 takes 1 to 3.)
+    return Math.max(Buffer.byteLength(value), 2 * value.length) + Buffer.byteLength(pointer) + SLACK;
+  }
+  const key = pointer.slice(pointer.lastIndexOf('/') + 1);
+  if (key === '__proto__' || !key.isWellFormed()) return undefined;
+  return sizeOf(value) + Buffer.byteLength(pointer) + SLACK;
+}
+
+/** Whether `s` starts with a low surrogate: appended to a string ending in a high one, it completes a pair. */
+function startsLow(s: string): boolean {
+  const c = s.charCodeAt(0);
+  return c >= 0xdc00 && c <= 0xdfff;
 }

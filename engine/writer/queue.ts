@@ -173,9 +173,10 @@ export class CommitQueue {
   async #checkpoint(task: Task): Promise<CheckpointInfo> {
     for (;;) {
       const plan = this.#plan();
+      // Over a budget: BUDGET_EXCEEDED before anything is encoded or written ('reject'), or a warning.
+      this.#budget?.checkState(plan.seq, task.capture.state, task.capture.ops);
       const { kind, frame, ops } = await this.#encode(task, plan);
-      // Over a budget: BUDGET_EXCEEDED before anything is written ('reject'), or a warning.
-      this.#budget?.check(plan.seq, task.capture.state, task.capture.ops, frame.byteLength);
+      this.#budget?.checkObject(plan.seq, task.capture.ops, frame.byteLength);
       const key = this.#nextKey;
       const outcome = await this.#o.committer.commit(key, plan.seq, frame);
       if (outcome === 'ours') return this.#committed(task, plan, key, kind, frame, ops);

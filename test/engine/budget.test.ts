@@ -116,24 +116,33 @@ describe('policy.budget', () => {
   });
 
   it('never misses a state over maxStateBytes, whatever the operations (random states, exact sizes)', async () => {
-    const value = fc.oneof(fc.string({ maxLength: 400 }), fc.integer(), fc.constant(null));
-    const step = fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), value, drop: fc.boolean() });
+    // Lone surrogates (a string stored as UTF-16), appends (to strings of 32+ units: append
+    // operations), and keys that make an object be stored as entries (__proto__, a lone surrogate).
+    const text = fc.string({ unit: 'binary', maxLength: 60 });
+    const value = fc.oneof(text, fc.integer(), fc.constant(null));
+    const step = fc.record({
+      key: fc.constantFrom('a', '__proto__', 'k\ud800'),
+      op: fc.constantFrom('set', 'drop', 'append', 'append', 'append'),
+      value,
+      suffix: text,
+    });
     await fc.assert(
       fc.asyncProperty(
         fc.array(step, { minLength: 1, maxLength: 30 }),
-        fc.integer({ min: 50, max: 3_000 }),
+        fc.integer({ min: 400, max: 1_600 }),
         async (steps, max) => {
           const engine = await SnapshotEngine.open({
             store: new MemoryStore(),
             stream: 's',
             policy: { budget: { maxStateBytes: max, onExceed: 'reject' } },
           });
-          const state: Record<string, unknown> = {};
+          const state: Record<string, unknown> = Object.create(null);
           const list: unknown[] = [];
           state.list = list;
           for (const s of steps) {
-            if (s.drop) delete state[s.key];
-            else state[s.key] = s.value;
+            if (s.op === 'drop') delete state[s.key];
+            else if (s.op === 'set') state[s.key] = s.value;
+            else state[s.key] = `${typeof state[s.key] === 'string' ? state[s.key] : 'x'.repeat(400)}${s.suffix}`;
             list.push(s.value);
             if (list.length > 5) list.shift();
             const over = encodeValue(state).byteLength > max;
@@ -142,8 +151,46 @@ describe('policy.budget', () => {
           await engine.close();
         },
       ),
-      { numRuns: 60 },
+      { numRuns: 100 },
     );
+  });
+
+  it('catches a streamed string cut mid-character: stored as UTF-16 from then on, twice the bytes', async () => {
+    const engine = await SnapshotEngine.open({
+      store: new MemoryStore(),
+      stream: 's',
+      policy: { budget: { maxStateBytes: 150_000, onExceed: 'reject' } },
+    });
+    const state = { text: 'a'.repeat(100_000) };
+    await engine.checkpoint(state);
+    state.text += '\ud83d'; // half of an emoji: the string is no longer well-formed
+    expect(await codeOf(engine.checkpoint(state))).toBe('BUDGET_EXCEEDED');
+    state.text += '\ude00'; // the other half
+    expect(await codeOf(engine.checkpoint(state))).toBe('ok');
+    await engine.close();
+  });
+
+  it('catches a key that makes its object be stored as entries: a byte more for every key', async () => {
+    const engine = await SnapshotEngine.open({
+      store: new MemoryStore(),
+      stream: 's',
+      policy: { budget: { maxStateBytes: 0, onExceed: 'reject' } as never },
+    }).catch(() => undefined);
+    expect(engine).toBeUndefined(); // (0 is no ceiling: refused)
+    const wide: Record<string, unknown> = Object.create(null);
+    for (let i = 0; i < 5_000; i++) wide[`k${i}`] = i % 100;
+    const size = encodeValue({ wide }).byteLength;
+    const guarded = await SnapshotEngine.open({
+      store: new MemoryStore(),
+      stream: 's',
+      policy: { budget: { maxStateBytes: size + 1_000, onExceed: 'reject' } },
+    });
+    const state = { wide };
+    await guarded.checkpoint(state);
+    wide['__proto__'] = 1; // an own key: the object is stored as [key, value] entries from now on
+    expect(encodeValue(state).byteLength).toBeGreaterThan(size + 1_000);
+    expect(await codeOf(guarded.checkpoint(state))).toBe('BUDGET_EXCEEDED');
+    await guarded.close();
   });
 
   it('rejects a malformed budget INVALID_ARGUMENT, naming the option', async () => {
