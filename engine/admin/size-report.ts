@@ -18,7 +18,10 @@ import { guardStore, resolveStoreTimeout } from '../log/guard.js';
 import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
-import { MAX_RANGE, restoreRange } from '../restore/range.js';
+import { restoreRange } from '../restore/range.js';
+
+/** Seqs restored by one restoreRange call of the growth. */
+const WINDOW = 8;
 import type { RestoreOptions } from '../restore/types.js';
 
 /** Options of `sizeReport`. */
@@ -122,9 +125,9 @@ export async function sizeReport(store: Store, stream: string, options: SizeRepo
   const seq = options.seq ?? newest;
   if (seq === undefined || newest === undefined || seq > newest || seq < view.slots[0]!.seq)
     throw failure('NOT_FOUND', { op: 'sizeReport', stream: keys.stream, seq }, 'no retained checkpoint there');
-  const states = await statesUpTo(store, keys.stream, seq, last, options);
-  const state = states[states.length - 1]!;
-  if (state.seq !== seq)
+  const from = Math.max(view.slots[0]!.seq, seq - last);
+  const { state, growth } = await growthUpTo(store, keys.stream, from, seq, last, options);
+  if (state === undefined)
     throw failure('NOT_FOUND', { op: 'sizeReport', stream: keys.stream, seq }, 'no retained checkpoint there');
   const walked = walkSizes(state.state, { top });
   const paths = walked.top.map((p) => ({ path: p.path, tokens: tokensOf(p.path), stored: 0 }));
@@ -170,7 +173,11 @@ export async function sizeReport(store: Store, stream: string, options: SizeRepo
       paths: r.paths,
     })),
     stored,
-    growth: growthOf(states, objects, last),
+    growth: growth.map((g) => ({
+      ...g,
+      kind: objects.get(g.seq)?.kind ?? 'delta',
+      bytes: objects.get(g.seq)?.bytes ?? 0,
+    })),
   };
 }
 
@@ -225,51 +232,43 @@ function at(value: unknown, tokens: string[]): unknown {
   return node;
 }
 
-/** The retained states from `last` checkpoints before `seq` (one more, for the first's growth) to `seq`. */
-async function statesUpTo(
+/**
+ * The state at `seq` and the growth of the last `last` checkpoints up to it, from the retained
+ * states from `from` on (one more than `last` when history allows, for the first one's growth),
+ * restored a window at a time and held two at a time (the one before, and this one).
+ */
+async function growthUpTo(
   store: Store,
   stream: string,
+  from: number,
   seq: number,
   last: number,
   options: SizeReportOptions,
-): Promise<{ seq: number; state: unknown }[]> {
+): Promise<{ state: { seq: number; state: unknown } | undefined; growth: Omit<StepGrowth, 'kind' | 'bytes'>[] }> {
   const { encryption, signal, storeTimeoutMs, maxPayloadBytes, concurrency } = options;
   const reading = { encryption, signal, storeTimeoutMs, maxPayloadBytes, concurrency };
   for (const k of Object.keys(reading) as (keyof typeof reading)[]) if (reading[k] === undefined) delete reading[k];
-  const out: { seq: number; state: unknown }[] = [];
-  for (let from = Math.max(1, seq - last); from <= seq; from += MAX_RANGE) {
-    const to = Math.min(seq, from + MAX_RANGE - 1);
-    for (const r of await restoreRange(store, stream, { ...reading, from, to, schema: 'stored' }))
-      out.push({ seq: r.seq, state: r.state });
-  }
-  return out;
-}
-
-/** Each of the last states' size and what grew, from a diff with the state before it. */
-function growthOf(
-  states: { seq: number; state: unknown }[],
-  objects: Map<number, { kind: 'base' | 'delta'; bytes: number }>,
-  last: number,
-): StepGrowth[] {
-  if (last === 0) return [];
   const capturer = createCapturer('copy');
-  const out: StepGrowth[] = [];
-  let before: number | undefined;
-  for (const [i, { seq, state }] of states.entries()) {
-    const stateBytes = sizeOf(state);
-    if (i === 0) capturer.seed(state);
-    const ops = i === 0 ? [] : capturer.capture(state).ops;
-    if (i > 0 || states.length <= last) {
-      const grew = ops
-        .filter((op) => op[0] !== OP_REMOVE)
-        .map((op) => ({ path: op[1], bytes: sizeOf(op[2]) }))
-        .sort((a, b) => b.bytes - a.bytes)
-        .slice(0, 3);
-      const object = objects.get(seq);
-      const growth = before === undefined ? 0 : stateBytes - before;
-      out.push({ seq, kind: object?.kind ?? 'delta', bytes: object?.bytes ?? 0, stateBytes, growth, grew });
+  const growth: Omit<StepGrowth, 'kind' | 'bytes'>[] = [];
+  let before: { seq: number; state: unknown; bytes: number } | undefined;
+  // (A few seqs a call: restoreRange holds each state of its range at once.)
+  for (let lo = from; lo <= seq; lo += WINDOW) {
+    const hi = Math.min(seq, lo + WINDOW - 1);
+    for (const r of await restoreRange(store, stream, { ...reading, from: lo, to: hi, schema: 'stored' })) {
+      const stateBytes = sizeOf(r.state);
+      if (before === undefined) capturer.seed(r.state);
+      const ops = before === undefined ? [] : capturer.capture(r.state).ops;
+      // (The first state is only the one before, unless history holds no more than `last`.)
+      if (before !== undefined || seq - r.seq < last) {
+        const grew = ops
+          .filter((op) => op[0] !== OP_REMOVE)
+          .map((op) => ({ path: op[1], bytes: sizeOf(op[2]) }))
+          .sort((a, b) => b.bytes - a.bytes)
+          .slice(0, 3);
+        growth.push({ seq: r.seq, stateBytes, growth: before === undefined ? 0 : stateBytes - before.bytes, grew });
+      }
+      before = { seq: r.seq, state: r.state, bytes: stateBytes };
     }
-    before = stateBytes;
   }
-  return out.slice(-last);
+  return { state: before?.seq === seq ? before : undefined, growth: last === 0 ? [] : growth.slice(-last) };
 }

@@ -95,9 +95,10 @@ function walk(value: unknown, path: string, seen: Seen | undefined): number {
         let count = 0;
         bytes = 0;
         for (const key of Object.keys(obj)) {
+          // (Such a key makes toWire store entries, even when its value is undefined and dropped.)
+          if (key === '__proto__' || !key.isWellFormed()) return tagged(value, path, seen);
           const item = obj[key];
           if (item === undefined) continue;
-          if (key === '__proto__' || !key.isWellFormed()) return tagged(value, path, seen);
           count++;
           bytes += walk(key, '', undefined) + walk(item, seen ? `${path}/${escapePathComponent(key)}` : '', seen);
         }

@@ -36,6 +36,7 @@ describe('sizeOf', () => {
       [new Date(0), undefined],
       { d: new Uint8Array(300), u: undefined },
       { ['__proto__']: 1 },
+      Object.defineProperty({ a: 1 }, '__proto__', { value: undefined, enumerable: true }),
       Array(20).fill(1),
       Array(70_000).fill(0),
       Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, i])),
