@@ -73,9 +73,10 @@ export async function newestView(
   signal?: AbortSignal,
   /**
    * true: every frame of the hinted listing, requested at once; 'scan': on a store that scans, the
-   * frames' bytes with their keys (none requested); false: keys only.
+   * frames' bytes with their keys (none requested); 'deltas': the same but the base's (a page of
+   * older entries, which reads the newest only to know where it is); false: keys only.
    */
-  readAhead: boolean | 'scan' = true,
+  readAhead: boolean | 'scan' | 'deltas' = true,
 ): Promise<CommittedView> {
   const hinted = await readHint(store, keys, signal);
   if (hinted !== undefined) {
@@ -90,7 +91,13 @@ export async function newestView(
       signal,
       hint,
       undefined,
-      hinted.span !== undefined ? undefined : readAhead !== false ? hint : undefined,
+      hinted.span !== undefined
+        ? undefined
+        : readAhead === true || readAhead === 'scan'
+          ? hint
+          : readAhead === 'deltas'
+            ? hint + 1
+            : undefined,
     );
     // Nothing from the hinted base on. Deleted history, when a floor above the hint says so or
     // the hint itself has gone since (a deleteStream, or retention behind a newer base): the whole

@@ -63,7 +63,13 @@ async function listFrom(
 ): Promise<ListedCheckpoint[]> {
   let view: CommittedView;
   try {
-    view = await newestView(store, keys, limits, options.signal, options.reverse === true ? 'scan' : false);
+    view = await newestView(
+      store,
+      keys,
+      limits,
+      options.signal,
+      options.reverse !== true ? false : options.before === undefined ? 'scan' : 'deltas',
+    );
   } catch (err) {
     if (isStatefoldError(err, 'CORRUPT')) return listWhole(store, keys, limits, options);
     throw err;

@@ -240,9 +240,14 @@ export class Thread extends ThreadLocator {
         return newest && { seq: newest.seq, meta: newest.meta, state };
     }
     try {
+      const fresh = () => restore<ThreadState>(this.engineOptions.store, this.stream, this.reading);
+      // (What the look read may be gone since, retention behind a newer base: then read the newest again.)
       const restored = newest?.restore
-        ? await newest.restore()
-        : await restore<ThreadState>(this.engineOptions.store, this.stream, this.reading);
+        ? await newest.restore().catch((err: unknown) => {
+            if (isStatefoldError(err, 'NOT_FOUND')) return fresh();
+            throw err;
+          })
+        : await fresh();
       return { seq: restored.seq, state: restored.state, meta: threadMeta(restored.meta, this.stream, restored.seq) };
     } catch (err) {
       if (isStatefoldError(err, 'NOT_FOUND')) return undefined;
