@@ -11,7 +11,7 @@ import { createCapturer } from '../capture/index.js';
 import { failure } from '../errors.js';
 import { decodePayload, type Frame } from '../format/frame.js';
 import { OP_REMOVE, type Op } from '../format/ops.js';
-import { sizeOf, walkSizes } from '../format/sizes.js';
+import { largestOps, sizeOf, walkSizes } from '../format/sizes.js';
 import { committedView } from '../log/committed.js';
 import { opLists, opsOf } from '../log/frames.js';
 import { guardStore, resolveStoreTimeout } from '../log/guard.js';
@@ -19,10 +19,10 @@ import { StreamKeys } from '../log/keys.js';
 import { listLog, tailKey } from '../log/listing.js';
 import { mapLimit, readFrame, vanished } from '../log/read.js';
 import { restoreRange } from '../restore/range.js';
+import type { RestoreOptions } from '../restore/types.js';
 
 /** Seqs restored by one restoreRange call of the growth. */
 const WINDOW = 8;
-import type { RestoreOptions } from '../restore/types.js';
 
 /** Options of `sizeReport`. */
 export interface SizeReportOptions extends Pick<
@@ -260,11 +260,7 @@ async function growthUpTo(
       const ops = before === undefined ? [] : capturer.capture(r.state).ops;
       // (The first state is only the one before, unless history holds no more than `last`.)
       if (before !== undefined || seq - r.seq < last) {
-        const grew = ops
-          .filter((op) => op[0] !== OP_REMOVE)
-          .map((op) => ({ path: op[1], bytes: sizeOf(op[2]) }))
-          .sort((a, b) => b.bytes - a.bytes)
-          .slice(0, 3);
+        const grew = largestOps(ops, 3);
         growth.push({ seq: r.seq, stateBytes, growth: before === undefined ? 0 : stateBytes - before.bytes, grew });
       }
       before = { seq: r.seq, state: r.state, bytes: stateBytes };

@@ -6,6 +6,7 @@
  */
 import { escapePathComponent } from 'fast-json-patch';
 import { classify, Kind } from '../value.js';
+import { OP_REMOVE, type Op } from './ops.js';
 import { encodeValue } from './values.js';
 
 /** A subtree of a state: its JSON Pointer and its size as stored, uncompressed. */
@@ -42,6 +43,15 @@ export interface WalkOptions {
 /** The size msgpack (encodeValue) gives `value`. */
 export function sizeOf(value: unknown): number {
   return walk(value, '', undefined);
+}
+
+/** The `n` operations (adds, replaces, appends) whose values are largest, largest first: what grew most. */
+export function largestOps(ops: readonly Op[], n: number): PathSize[] {
+  return ops
+    .filter((op) => op[0] !== OP_REMOVE)
+    .map((op) => ({ path: op[1], bytes: sizeOf(op[2]) }))
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, n);
 }
 
 /** Walks `value` once: its size, its largest subtrees, and its repeated large values. */

@@ -10,9 +10,7 @@
  */
 import { StatefoldError } from '../errors.js';
 import { OP_APPEND, OP_REMOVE, type Op } from '../format/ops.js';
-import { sizeOf, walkSizes, type PathSize } from '../format/sizes.js';
-
-export type { BudgetExceeded };
+import { largestOps, sizeOf, walkSizes, type PathSize } from '../format/sizes.js';
 import type { BudgetExceeded, ResolvedBudget } from '../policy.js';
 
 /** Per-op slack beyond the value and its pointer (which holds the key added): a string or container header growing (a map of 15 keys taking a 16th). */
@@ -68,11 +66,7 @@ export class BudgetCheck {
     const was = this.#over[limit];
     this.#over[limit] = over;
     if (!over || (this.budget.onExceed === 'warn' && was)) return;
-    const grew = ops
-      .filter((op) => op[0] !== OP_REMOVE)
-      .map((op) => ({ path: op[1], bytes: sizeOf(op[2]) }))
-      .sort((a, b) => b.bytes - a.bytes)
-      .slice(0, 3);
+    const grew = largestOps(ops, 3);
     const list = (paths: PathSize[]) =>
       paths.map((p) => `${p.path === '' ? '(the root)' : p.path} (${p.bytes} B)`).join(', ');
     const what = limit === 'maxStateBytes' ? 'the state' : 'the checkpoint';
