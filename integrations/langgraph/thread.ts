@@ -18,6 +18,7 @@ import { threadMeta, type ThreadMeta, type ThreadState, type Writes } from './co
 import { AFTER_COMMIT, type Change, type Head, type Next, type Queued } from './writes.js';
 import { carries, checkpointOf, restoreRun, Windows } from './history.js';
 import { indexOf, ThreadLocator, type Entry, type Reading } from './locate.js';
+import { coalescing } from './coalesce.js';
 
 export { PAGE, type Entry } from './locate.js';
 
@@ -45,7 +46,7 @@ export class Thread extends ThreadLocator {
     /** What this thread's first operation waits for (a previous writer of the stream closing). */
     after: Promise<unknown> = Promise.resolve(),
   ) {
-    super(stream, engineOptions.store, reading);
+    super(stream, coalescing(engineOptions.store), reading);
     this.#tail = after;
   }
 
