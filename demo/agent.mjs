@@ -3,6 +3,7 @@
 // token as the idempotency key. Everything it does derives from (seed, step), so a run that is
 // killed and resumed must end in exactly the state of an uninterrupted one.
 //   node agent.mjs <storeSpec> <stream> <seed> <orders> <paymentPort>
+// storeSpec: a SQLite database file (ending .db), s3:<prefix>, or a directory (FileStore).
 // Prints "open <seq> <ms>" when resumed, "ack <seq>" per committed checkpoint, "done <seq>" at the end.
 import { FileStore, SnapshotEngine } from 'statefold';
 
@@ -37,6 +38,10 @@ async function openStore() {
         secretAccessKey: process.env.STATEFOLD_S3_SECRET_ACCESS_KEY,
       },
     });
+  }
+  if (storeSpec.endsWith('.db')) {
+    const { SqliteStore } = await import('statefold/sqlite');
+    return new SqliteStore({ path: storeSpec });
   }
   return new FileStore({ dir: storeSpec });
 }
@@ -138,4 +143,5 @@ while (state.step < TOTAL) {
     );
 }
 await engine.close();
+await store.close?.();
 process.stdout.write(`done ${engine.seq}\n`);

@@ -4,8 +4,8 @@
 // 127.0.0.1, honouring idempotency keys). The demo SIGKILLs the agent at random moments, resumes
 // it each time from its last checkpoint, then compares the result with an uninterrupted run of
 // the same seed and prints a report. Exit status 1 if any check fails.
-// Store: a FileStore in a temp dir, or S3 when STATEFOLD_S3_ENDPOINT (and the other
-// STATEFOLD_S3_* variables) are set.
+// Store: a SqliteStore (one database file) in a temp dir, the embedded default; `--store file` for a
+// FileStore there instead; S3 when STATEFOLD_S3_ENDPOINT (and the other STATEFOLD_S3_* variables) are set.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { isDeepStrictEqual } from 'node:util';
 import lz4 from 'lz4';
 import { Packr } from 'msgpackr';
 import { FileStore, listCheckpoints, restore } from 'statefold';
+import { SqliteStore } from 'statefold/sqlite';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // The AWS SDK (loaded only for S3) warns at every start that its 2027 releases need Node 22;
@@ -31,6 +32,12 @@ const KILLS = argValue('--kills', short ? 3 : 6);
 const SEED = argValue('--seed', 42);
 const STREAM = `orders-agent-${SEED}`;
 const useS3 = Boolean(process.env.STATEFOLD_S3_ENDPOINT);
+const storeArg = args.includes('--store') ? args[args.indexOf('--store') + 1] : 'sqlite';
+if (storeArg !== 'sqlite' && storeArg !== 'file') {
+  process.stderr.write(`statefold demo: --store must be sqlite or file (got ${storeArg})\n`);
+  process.exit(2);
+}
+const storeName = useS3 ? 'S3' : storeArg === 'file' ? 'file' : 'SQLite';
 
 let rngState = SEED >>> 0;
 const random = () => (rngState = (Math.imul(rngState, 1103515245) + 12345) >>> 0) / 4294967296;
@@ -119,7 +126,12 @@ async function storeFor(label) {
     return { spec: `s3:${prefix}`, store, where: `S3 bucket ${process.env.STATEFOLD_S3_BUCKET}/${prefix}` };
   }
   const dir = await mkdtemp(path.join(tmpdir(), `statefold-demo-${label}-`));
-  return { spec: dir, store: new FileStore({ dir }), where: dir, dir };
+  if (storeArg === 'file') return { spec: dir, store: new FileStore({ dir }), where: dir, dir };
+  // The agent's processes and this one open the same database file (each its own SqliteStore).
+  const file = path.join(dir, 'agents.db');
+  const store = new SqliteStore({ path: file });
+  closing.push(() => store.close());
+  return { spec: file, store, where: file, dir };
 }
 
 const checks = [];
@@ -127,9 +139,11 @@ const check = (name, ok, detail = '') => checks.push({ name, ok, detail });
 
 const services = [];
 const dirs = [];
+/** Stores to close before their files are removed. */
+const closing = [];
 try {
   log(
-    `statefold demo: ${ORDERS} orders, ${ORDERS * 5} steps, up to ${KILLS} SIGKILLs, seed ${SEED}, store: ${useS3 ? 'S3' : 'file'}`,
+    `statefold demo: ${ORDERS} orders, ${ORDERS * 5} steps, up to ${KILLS} SIGKILLs, seed ${SEED}, store: ${storeName}`,
   );
   const main = await startPaymentService();
   services.push(main.child);
@@ -231,6 +245,7 @@ try {
   process.stdout.write(`\nFAIL ${checks[checks.length - 1].detail}\n`);
 } finally {
   for (const s of services) s.kill('SIGKILL');
+  await Promise.all(closing.map((close) => close()));
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 }
 const failed = checks.filter((c) => !c.ok);
