@@ -1,4 +1,5 @@
-import { FileStore, SnapshotEngine, listCheckpoints, restore } from 'statefold';
+import { SnapshotEngine, listCheckpoints, restore } from 'statefold';
+import { SqliteStore } from 'statefold/sqlite';
 
 type Message = { role: 'user' | 'assistant'; content: string } | { role: 'tool'; tool: string; content: string };
 interface AgentState {
@@ -11,7 +12,8 @@ interface AgentState {
 const runTests = (step: number) =>
   Array.from({ length: 120 }, (_, i) => `test ${step}.${i} ${(step * 31 + i * 17) % 97} ms`).join('\n');
 
-const store = new FileStore({ dir: './.statefold' });
+// One SQLite database file holds every stream of the store (created, with its folder, on the first write).
+const store = new SqliteStore({ path: './.statefold/agents.db' });
 const engine = await SnapshotEngine.open<AgentState>({ store, stream: 'agent-42' });
 
 // The state of the last committed checkpoint: a second run goes on where the first stopped.
@@ -43,3 +45,4 @@ console.log(
 );
 const listed = await listCheckpoints(store, 'agent-42', { limit: 3, reverse: true });
 console.log(listed.map((c) => (c.damaged ? `${c.seq}: damaged` : `${c.seq}: ${c.kind} ${c.bytes} B`)).join(', '));
+await store.close();

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileStore, restore } from 'statefold';
+import { restore } from 'statefold';
+import { SqliteStore } from 'statefold/sqlite';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -97,7 +98,8 @@ describe('docs: the README quickstart', () => {
     expect(runs[1]).toMatch(/^opened at seq 5\n/);
     expect(runs[1]).toContain('seq 6: delta');
     expect(runs[1]).toContain('restored seq 10: 21 messages (seq 1 had 3)');
-    const restored = await restore<AgentState>(new FileStore({ dir: path.join(dir, '.statefold') }), 'agent-42');
+    const store = new SqliteStore({ path: path.join(dir, '.statefold/agents.db') });
+    const restored = await restore<AgentState>(store, 'agent-42').finally(() => store.close());
     expect(restored.seq).toBe(10);
     expect(restored.state.usage.steps).toBe(10);
     expect(restored.state.messages).toHaveLength(21);
