@@ -7,18 +7,20 @@
 import type { ListOptions, Store } from '../../engine/index.js';
 
 /**
- * `store` with its `list` calls shared: a call made while the same synchronous run of code (the
- * current turn, before its microtasks) already made one with the same prefix, `startAfter` and
- * `limit` gets that call's keys instead of asking the store again. Both were made before
- * either could see an answer, so the one answer is what either could have got; a call made after
- * an await asks the store. A call with an abort signal is never shared (its abort is its own).
- * Every other method is the store's own.
+ * `store` with its `list` calls shared: a call made with the same prefix, `startAfter` and `limit`
+ * as one already made, before the microtasks queued ahead of that first call have run (the same
+ * synchronous run of code, in practice), gets that call's keys instead of asking the store again.
+ * No caller that shares can have seen an answer the store gave after the shared call was sent (such
+ * answers reach it only after those microtasks), so the one answer is what each could have got; a
+ * call made later asks the store. A call with an abort signal, or with options this does not know,
+ * is never shared. Every other method is the store's own.
  */
 export function coalescing(store: Store): Store {
   const calls = new Map<string, Promise<string[]>>();
   const list = (prefix: string, options?: ListOptions): Promise<string[]> => {
-    if (options?.signal !== undefined) return store.list(prefix, options);
-    const id = JSON.stringify([prefix, options?.startAfter ?? null, options?.limit ?? null]);
+    const { signal, startAfter, limit, ...other } = options ?? {};
+    if (signal !== undefined || Object.keys(other).length > 0) return store.list(prefix, options);
+    const id = JSON.stringify([prefix, startAfter ?? null, limit ?? null]);
     let call = calls.get(id);
     if (call === undefined) {
       if (calls.size === 0) queueMicrotask(() => calls.clear());
