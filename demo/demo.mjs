@@ -15,7 +15,6 @@ import { isDeepStrictEqual } from 'node:util';
 import lz4 from 'lz4';
 import { Packr } from 'msgpackr';
 import { FileStore, listCheckpoints, restore } from 'statefold';
-import { SqliteStore } from 'statefold/sqlite';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // The AWS SDK (loaded only for S3) warns at every start that its 2027 releases need Node 22;
@@ -38,6 +37,8 @@ if (storeArg !== 'sqlite' && storeArg !== 'file') {
   process.exit(2);
 }
 const storeName = useS3 ? 'S3' : storeArg === 'file' ? 'file' : 'SQLite';
+if (useS3 && args.includes('--store'))
+  process.stderr.write('statefold demo: STATEFOLD_S3_ENDPOINT is set: running on S3, --store is ignored\n');
 
 let rngState = SEED >>> 0;
 const random = () => (rngState = (Math.imul(rngState, 1103515245) + 12345) >>> 0) / 4294967296;
@@ -128,6 +129,8 @@ async function storeFor(label) {
   const dir = await mkdtemp(path.join(tmpdir(), `statefold-demo-${label}-`));
   if (storeArg === 'file') return { spec: dir, store: new FileStore({ dir }), where: dir, dir };
   // The agent's processes and this one open the same database file (each its own SqliteStore).
+  // Loaded here: --store file and S3 run where better-sqlite3 is not installed.
+  const { SqliteStore } = await import('statefold/sqlite');
   const file = path.join(dir, 'agents.db');
   const store = new SqliteStore({ path: file });
   closing.push(() => store.close());
@@ -245,7 +248,7 @@ try {
   process.stdout.write(`\nFAIL ${checks[checks.length - 1].detail}\n`);
 } finally {
   for (const s of services) s.kill('SIGKILL');
-  await Promise.all(closing.map((close) => close()));
+  await Promise.allSettled(closing.map((close) => close()));
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 }
 const failed = checks.filter((c) => !c.ok);
