@@ -83,7 +83,7 @@ export interface LangGraphResult {
 }
 
 /** Real text from node_modules, in a fixed order (sorted paths, every 7th file). */
-function corpus(): string[] {
+export function corpus(): string[] {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules');
   const files = readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((rel) => /\.(md|txt|ts|js|json)$/.test(rel) && !rel.includes(`${path.sep}.`))
@@ -109,7 +109,7 @@ function fileText(texts: string[], n: number, bytes: number): string {
   return out.slice(0, bytes);
 }
 
-function agent(
+export function agent(
   checkpointer: BaseCheckpointSaver,
   texts: string[],
   toolCalls: number,
