@@ -14,8 +14,8 @@ const COMMANDS: Record<string, Command> = { ...BASIC, du: DU, migrate: MIGRATE }
 import { openStore, storeFailure, UsageError } from './store.js';
 
 const GLOBAL = `
-Stores: a directory or file:// URL (FileStore; it must exist), a SQLite database file or
-sqlite:PATH (SqliteStore; it must exist), or s3://bucket/prefix (S3Store;
+Stores: a SQLite database file or sqlite:PATH (SqliteStore; it must exist), a directory or
+file:// URL (FileStore; it must exist), or s3://bucket/prefix (S3Store;
 endpoint from --endpoint, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL; region from --region, AWS_REGION
 or the AWS profile, us-east-1 with an endpoint; credentials from AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN), or AWS_PROFILE).
