@@ -1,17 +1,12 @@
-import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listStreams } from 'statefold';
 import { SqliteStore } from 'statefold/sqlite';
-
-const run = promisify(execFile);
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { root, userProject, type UserProject } from '../support/user-project.js';
 
 describe('docs: the example of docs/langgraph.md', () => {
+  let project: UserProject | undefined;
   let dir: string;
   const runs: string[] = [];
 
@@ -20,19 +15,13 @@ describe('docs: the example of docs/langgraph.md', () => {
     const open = doc.indexOf('\n```js\n');
     const code = doc.slice(open + 7, doc.indexOf('\n```\n', open + 7) + 1);
     // A user's project: its own folder, statefold (this checkout, built) and LangGraph in its node_modules.
-    dir = await mkdtemp(path.join(tmpdir(), 'statefold-langgraph-example-'));
-    await mkdir(path.join(dir, 'node_modules'));
-    await symlink(root, path.join(dir, 'node_modules/statefold'), 'dir');
-    await symlink(path.join(root, 'node_modules/@langchain'), path.join(dir, 'node_modules/@langchain'), 'dir');
-    await writeFile(path.join(dir, 'example.mjs'), code);
-    for (let i = 0; i < 2; i++) {
-      const { stdout } = await run(process.execPath, ['example.mjs'], { cwd: dir, timeout: 60_000 });
-      runs.push(stdout);
-    }
+    project = await userProject('langgraph-example', 'example.mjs', code, ['@langchain']);
+    dir = project.dir;
+    for (let i = 0; i < 2; i++) runs.push(await project.run());
   }, 150_000);
 
   afterAll(async () => {
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await project?.remove();
   });
 
   it('prints what the doc says it prints, on the store it names', async () => {

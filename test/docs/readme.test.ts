@@ -1,16 +1,11 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, symlink, writeFile, mkdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restore } from 'statefold';
 import { SqliteStore } from 'statefold/sqlite';
+import { root, userProject, type UserProject } from '../support/user-project.js';
 
-const run = promisify(execFile);
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const quickstartPath = path.join(root, 'examples/quickstart.ts');
 
 /** The body of the first fenced block of `lang` after the heading `heading` in `markdown`. */
@@ -31,6 +26,7 @@ interface AgentState {
 describe('docs: the README quickstart', () => {
   let readme: string;
   let quickstart: string;
+  let project: UserProject | undefined;
   let dir: string;
   const runs: string[] = [];
 
@@ -39,21 +35,16 @@ describe('docs: the README quickstart', () => {
     quickstart = await readFile(quickstartPath, 'utf8');
     // Run it as a user's project would: its own folder, statefold in its node_modules (this
     // checkout, built), and the store in the folder it runs from.
-    dir = await mkdtemp(path.join(tmpdir(), 'statefold-quickstart-'));
-    await mkdir(path.join(dir, 'node_modules'));
-    await symlink(root, path.join(dir, 'node_modules/statefold'), 'dir');
     const js = ts.transpileModule(quickstart, {
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
     }).outputText;
-    await writeFile(path.join(dir, 'quickstart.mjs'), js);
-    for (let i = 0; i < 2; i++) {
-      const { stdout } = await run(process.execPath, ['quickstart.mjs'], { cwd: dir, timeout: 60_000 });
-      runs.push(stdout);
-    }
+    project = await userProject('quickstart', 'quickstart.mjs', js);
+    dir = project.dir;
+    for (let i = 0; i < 2; i++) runs.push(await project.run());
   }, 120_000);
 
   afterAll(async () => {
-    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await project?.remove();
   });
 
   it('shows examples/quickstart.ts verbatim', () => {
