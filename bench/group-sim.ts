@@ -19,6 +19,7 @@
  * engines <= 50 with 10,000 checkpoints, <= 500 with 100,000.
  *
  *   node bench/start.mjs bench/group-sim.ts [--latency 30,80] [--dir-every 500] [--state-bytes 1024]
+ *     [--merge-every 8] [--full-every 10]
  */
 import { parseArgs } from 'node:util';
 import { MemoryStore, SnapshotEngine } from 'statefold';
@@ -29,6 +30,8 @@ const { values } = parseArgs({
     'dir-every': { type: 'string', default: '500' },
     'state-bytes': { type: 'string', default: '1024' },
     window: { type: 'string', default: '100' },
+    'merge-every': { type: 'string', default: '8' },
+    'full-every': { type: 'string', default: '10' },
   },
 });
 const latencies = values.latency.split(',').map(Number);
@@ -37,8 +40,8 @@ const stateBytes = Number(values['state-bytes']);
 const windowMs = Number(values.window);
 
 /** Segments per merged-row index object, and merged-row objects per full sharded index (16 shards + head). */
-const MERGE_EVERY = 8;
-const FULL_EVERY = 10;
+const MERGE_EVERY = Number(values['merge-every']);
+const FULL_EVERY = Number(values['full-every']);
 const FULL_PUTS = 17;
 
 // ---- Calibration: CPU per open and per checkpoint of today's engine, on a MemoryStore. ----
