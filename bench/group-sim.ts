@@ -8,12 +8,14 @@
  *   on a MemoryStore (calibrated first, below; an upper bound, since today's open also claims the
  *   stream with a fence of its own, which a group does not write);
  * - every request taking `latency` ms (RGW on loopback, S3 Standard), one segment in flight;
- * - the second draft's rules: a prefix-mode GET once per store instance; the directory read once
- *   (LIST and snapshot GETs), then appended on its own cadence (when opens stop arriving for one
- *   window, or when the oldest pending claim has waited `dirEvery` ms; one append in flight); a
- *   segment per window while checkpoints wait (the first of an idle group at once); one merged-row
- *   index object every 8 segments, a full sharded index (16 shards and a head) every 10 of those;
- *   on close, a merged-row object for the segments not yet indexed.
+ * - the second draft's rules (docs/design/group-commit.md, sections 1.3, 2.1, 4.1, 5.6): once per
+ *   store instance the store's condition probe (two PUTs), the prefix mode (a GET, a LIST and its
+ *   create), the group's first index object, and the directory read (a LIST, 16 snapshot GETs);
+ *   directory appends on their own cadence (when opens stop arriving for one window, or when the
+ *   oldest pending claim has waited `dirEvery` ms, never sooner than `dirEvery` after the previous
+ *   append; one in flight); a segment per window while checkpoints wait (the first of an idle group
+ *   at once); a merged-row index object every 8 segments and a full index (a shard per ~1,000
+ *   streams and a head) every 10 of those; on close, a final merged-row object.
  * PUT-class requests are PUTs and LISTs (AWS bills LIST as PUT); GETs are counted apart. The
  * held-out budgets are totals: 1,000 engines and 10,000 checkpoints <= 500 PUT-class; 10,000
  * engines <= 50 with 10,000 checkpoints, <= 500 with 100,000.
@@ -42,7 +44,13 @@ const windowMs = Number(values.window);
 /** Segments per merged-row index object, and merged-row objects per full sharded index (16 shards + head). */
 const MERGE_EVERY = Number(values['merge-every']);
 const FULL_EVERY = Number(values['full-every']);
-const FULL_PUTS = 17;
+
+/** PUTs of a full index at `streams` streams: its shards (~1,000 entries of ~130 bytes in each, a power of two), and the head. */
+function fullIndexPuts(streams: number): number {
+  let shards = 1;
+  while (shards * 1000 < streams) shards *= 2;
+  return shards + 1;
+}
 
 // ---- Calibration: CPU per open and per checkpoint of today's engine, on a MemoryStore. ----
 
@@ -169,7 +177,10 @@ function simulate(p: Params): Counts {
     dirWaiters.push(then);
     if (dirAsked) return;
     dirAsked = true;
-    c.get += 1; // _mode
+    // The store's condition probe (two PUTs), the prefix mode (GET, LIST, create), the group's first index object.
+    c.put += 2 + 1 + 1;
+    c.list += 1;
+    c.get += 1;
     clock.at(clock.now + p.latency, () => {
       c.list += 1; // _dir/
       c.get += 16; // snapshot shards
@@ -180,14 +191,16 @@ function simulate(p: Params): Counts {
     });
   };
 
-  // Directory appends: one in flight; when opens stop arriving for a window, or the oldest waited dirEvery.
+  // Directory appends, one in flight: when opens stop arriving for a window, or the oldest has waited dirEvery;
+  // never sooner than dirEvery after the previous append started.
   let pending: { since: number; done: () => void }[] = [];
   let lastClaim = 0;
+  let lastAppend = -Infinity;
   let appending = false;
   let appendTimer = false;
   const maybeAppend = (): void => {
     if (appending || pending.length === 0) return;
-    const due = Math.min(lastClaim + windowMs, pending[0]!.since + p.dirEvery);
+    const due = Math.max(Math.min(lastClaim + windowMs, pending[0]!.since + p.dirEvery), lastAppend + p.dirEvery);
     if (clock.now < due) {
       if (!appendTimer) {
         appendTimer = true;
@@ -201,6 +214,7 @@ function simulate(p: Params): Counts {
     const batch = pending;
     pending = [];
     appending = true;
+    lastAppend = clock.now;
     c.put += 1;
     c.dirAppends += 1;
     clock.at(clock.now + p.latency, () => {
@@ -255,8 +269,8 @@ function simulate(p: Params): Counts {
         c.indexPuts += 1;
         if (++merged === FULL_EVERY) {
           merged = 0;
-          c.put += FULL_PUTS;
-          c.indexPuts += FULL_PUTS;
+          c.put += fullIndexPuts(p.engines);
+          c.indexPuts += fullIndexPuts(p.engines);
         }
       }
       flush();
@@ -303,11 +317,9 @@ function simulate(p: Params): Counts {
       );
   }
   clock.run();
-  // close(): a merged-row object for the segments not yet indexed.
-  if (unindexed > 0) {
-    c.put += 1;
-    c.indexPuts += 1;
-  }
+  // close(): the final merged-row object, marked closed.
+  c.put += 1;
+  c.indexPuts += 1;
   c.ms = last;
   latencies.sort((a, b) => a - b);
   c.p50 = latencies[Math.floor(latencies.length / 2)] ?? 0;
