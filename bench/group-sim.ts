@@ -16,6 +16,11 @@
  *   append; one in flight); a segment per window while checkpoints wait (the first of an idle group
  *   at once); a merged-row index object every 8 segments and a full index (a shard per ~1,000
  *   streams and a head) every 10 of those; on close, a final merged-row object.
+ * Each open and checkpoint is a CPU event of its own, between which the window timer may fire: a
+ * burst becomes a trickle of segments. In Node a burst queued at once (Promise.all of checkpoints,
+ * each encode queued with setImmediate) runs in one check phase and no timer fires inside it, so
+ * the counts of the rounds runs are an upper bound (group-commit-review-2.md, finding 10); the
+ * steady state, agents on timers, is a true trickle.
  * PUT-class requests are PUTs and LISTs (AWS bills LIST as PUT); GETs are counted apart. The
  * held-out budgets are totals: 1,000 engines and 10,000 checkpoints <= 500 PUT-class; 10,000
  * engines <= 50 with 10,000 checkpoints, <= 500 with 100,000.
