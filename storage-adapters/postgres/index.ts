@@ -9,7 +9,7 @@ import { StatefoldError, describeCause, describeValue } from '../errors.js';
 import { assertKey, assertPrefix, throwIfAborted } from '../kit/index.js';
 import { GroupCommit, isLost, type CommitStats, type Write } from './commit.js';
 import { Pool, QUERY_TIMEOUT_MS, type PgPool, type PgResult } from './driver.js';
-import { DEFAULT_TABLE, SchemaOnce, postgresSchema, quoteTable } from './schema.js';
+import { DEFAULT_TABLE, SchemaOnce, quoteTable } from './schema.js';
 
 export { DEFAULT_TABLE, createPostgresSchema, postgresSchema } from './schema.js';
 export type { PgPool, PgPoolClient, PgQuery, PgResult } from './driver.js';
@@ -139,7 +139,7 @@ export class PostgresStore implements Store {
     // An idle connection of our own pool that the server drops must not crash the process (pg
     // emits it on the pool); the next call on it fails and says why.
     if (this.#ownsPool) this.#pool.on('error', () => {});
-    this.#schema = new SchemaOnce(this.#pool, createSchema ? postgresSchema(this.table) : undefined);
+    this.#schema = new SchemaOnce(this.#pool, createSchema ? this.table : undefined);
     const timeout = options.queryTimeoutMs ?? QUERY_TIMEOUT_MS;
     if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
       throw new StatefoldError(

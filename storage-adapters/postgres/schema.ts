@@ -34,44 +34,66 @@ export function postgresSchema(table: string = DEFAULT_TABLE): string {
   return `CREATE TABLE IF NOT EXISTS ${name} (key text COLLATE "C" PRIMARY KEY, body bytea NOT NULL)`;
 }
 
-/** SQLSTATEs of a CREATE TABLE IF NOT EXISTS that lost a race with another's: the table is there now. */
-const CREATED_BY_ANOTHER = new Set(['23505', '42P07']);
+/**
+ * SQLSTATEs a CREATE TABLE IF NOT EXISTS fails with when it loses a race with another session's
+ * creation of the same table (IF NOT EXISTS is checked before the catalog rows are written):
+ * unique_violation on the catalog, duplicate_table, and duplicate_object ("type ... already
+ * exists", the table's row type). Each is taken as done only once the table is seen there.
+ */
+const CREATED_BY_ANOTHER = new Set(['23505', '42P07', '42710']);
 
 /**
  * Creates a PostgresStore's table on `pool` if it is not there (postgresSchema's statement; a
  * concurrent creation by another process counts as done), for a migration step or a setup script.
  */
 export async function createPostgresSchema(pool: PgPool, table: string = DEFAULT_TABLE): Promise<void> {
-  await new SchemaOnce(pool, postgresSchema(table)).ready();
+  await new SchemaOnce(pool, table).ready();
 }
 
-/** Runs `sql` (postgresSchema's) once per store; a failure is thrown to this call and retried by the next. */
+/** Creates the table (postgresSchema's statement) once per store; a failure is thrown to this call and retried by the next. */
 export class SchemaOnce {
   #done = false;
   #pending: Promise<void> | undefined;
+  readonly #sql: string | undefined;
+  readonly #name: string | undefined;
 
+  /** `table` undefined: nothing to create (a store with `createSchema: false`). */
   constructor(
     private readonly pool: PgPool,
-    private readonly sql: string | undefined,
+    table: string | undefined,
   ) {
-    if (sql === undefined) this.#done = true;
+    if (table === undefined) this.#done = true;
+    else {
+      this.#sql = postgresSchema(table);
+      this.#name = quoteTable(table, 'postgresSchema');
+    }
   }
 
   ready(): Promise<void> | undefined {
     if (this.#done) return undefined;
-    this.#pending ??= this.pool.query(this.sql!).then(
+    this.#pending ??= this.#create().then(
       () => {
         this.#done = true;
       },
       (err: unknown) => {
         this.#pending = undefined;
-        if (CREATED_BY_ANOTHER.has((err as { code?: string } | undefined)?.code ?? '')) {
-          this.#done = true;
-          return;
-        }
         throw err;
       },
     );
     return this.#pending;
+  }
+
+  async #create(): Promise<void> {
+    try {
+      await this.pool.query(this.#sql!);
+    } catch (err) {
+      if (!CREATED_BY_ANOTHER.has((err as { code?: string } | undefined)?.code ?? '')) throw err;
+      // Another session created it meanwhile, or something else holds the name (a type, an index): then say so.
+      const { rows } = await this.pool.query(
+        `SELECT coalesce((SELECT relkind IN ('r', 'p') FROM pg_class WHERE oid = to_regclass($1)), false) AS there`,
+        [this.#name],
+      );
+      if ((rows[0] as { there?: boolean } | undefined)?.there !== true) throw err;
+    }
   }
 }
