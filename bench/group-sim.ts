@@ -196,26 +196,33 @@ function simulate(p: Params): Counts {
     });
   };
 
+  /** A deferral: `later(due, again)` is false once `due` has come; before, it arms one timer (at most) that calls `again`. */
+  const deferral = (): ((due: number, again: () => void) => boolean) => {
+    let armed = false;
+    return (due, again) => {
+      if (clock.now >= due) return false;
+      if (!armed) {
+        armed = true;
+        clock.at(due, () => {
+          armed = false;
+          again();
+        });
+      }
+      return true;
+    };
+  };
+
   // Directory appends, one in flight: when opens stop arriving for a window, or the oldest has waited dirEvery;
   // never sooner than dirEvery after the previous append started.
   let pending: { since: number; done: () => void }[] = [];
   let lastClaim = 0;
   let lastAppend = -Infinity;
   let appending = false;
-  let appendTimer = false;
+  const appendLater = deferral();
   const maybeAppend = (): void => {
     if (appending || pending.length === 0) return;
     const due = Math.max(Math.min(lastClaim + windowMs, pending[0]!.since + p.dirEvery), lastAppend + p.dirEvery);
-    if (clock.now < due) {
-      if (!appendTimer) {
-        appendTimer = true;
-        clock.at(due, () => {
-          appendTimer = false;
-          maybeAppend();
-        });
-      }
-      return;
-    }
+    if (appendLater(due, maybeAppend)) return;
     const batch = pending;
     pending = [];
     appending = true;
@@ -240,22 +247,12 @@ function simulate(p: Params): Counts {
   let queue: { at: number; ack: () => void }[] = [];
   let inFlight = false;
   let lastStart = -Infinity;
-  let timer = false;
+  const flushLater = deferral();
   let unindexed = 0;
   let merged = 0;
   const flush = (): void => {
     if (inFlight || queue.length === 0) return;
-    const due = lastStart + windowMs;
-    if (clock.now < due) {
-      if (!timer) {
-        timer = true;
-        clock.at(due, () => {
-          timer = false;
-          flush();
-        });
-      }
-      return;
-    }
+    if (flushLater(lastStart + windowMs, flush)) return;
     const batch = queue;
     queue = [];
     inFlight = true;
